@@ -1,0 +1,39 @@
+# rlvr-recipes: set-up, tests, the embedded default run and benchmarks.
+#   make setup       create .venv and install the package with verl 0.9.1 (CPU torch 2.13.0)
+#   make test        the whole test suite (unit, property, config, launch and CPU end-to-end tests)
+#   make test-fast   everything but the end-to-end trainer runs
+#   make quickstart  the embedded default run on CPU (RECIPE=grpo by default)
+#   make bench       benchmarks against verl's own functions
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RECIPE ?= grpo
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test test-fast quickstart bench lint clean
+
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -ra
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -ra -m "not e2e"
+
+quickstart:
+	bash launch/quickstart.sh $(RECIPE)
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_core.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

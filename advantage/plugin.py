@@ -1,0 +1,44 @@
+"""verl plugin entry point (group ``verl.plugins``).
+
+``import verl`` loads every ``verl.plugins`` entry point in every process that imports it (the driver, the
+TaskRunner and each Ray worker), so importing this module is what makes ``algorithm.adv_estimator=agrae`` and
+``actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo`` resolvable from the stock command line. It also works
+through ``VERL_USE_EXTERNAL_MODULES=advantage.plugin``.
+
+verl swallows plugin import errors at DEBUG level; a broken install would then surface much later as
+"Unknown advantage estimator". This module therefore reports its own failure loudly (a warning naming the
+error) before re-raising it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+logger = logging.getLogger(__name__)
+
+_REGISTERED = False
+
+
+def register() -> None:
+    """Register this package's advantage estimators and policy losses with verl (idempotent)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from advantage import estimators, losses  # noqa: F401  (registration happens at import)
+
+    if os.environ.get("VERL_PLATFORM", "").lower() == "cpu" or os.environ.get("RLVR_CPU", "") == "1":
+        from recipes.cpu import activate as activate_cpu
+
+        activate_cpu()
+    _REGISTERED = True
+
+
+try:
+    register()
+except Exception as exc:  # pragma: no cover - exercised by the subprocess test with a broken module
+    message = f"rlvr-recipes verl plugin failed to load ({type(exc).__name__}: {exc}); its estimators are unavailable"
+    warnings.warn(message, RuntimeWarning, stacklevel=2)
+    logger.error(message)
+    raise
