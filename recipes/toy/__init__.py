@@ -1,0 +1,1 @@
+"""CPU-only demonstrations: the toy softmax bandit and the prompt-population simulator."""
