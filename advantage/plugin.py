@@ -27,6 +27,9 @@ def register() -> None:
     if _REGISTERED:
         return
     from advantage import estimators, losses  # noqa: F401  (registration happens at import)
+    from recipes import trainer
+
+    trainer.register()  # trainer.v1.trainer_mode=rlvr
 
     if os.environ.get("VERL_PLATFORM", "").lower() == "cpu" or os.environ.get("RLVR_CPU", "") == "1":
         from recipes.cpu import activate as activate_cpu

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 import verl  # noqa: F401
 from advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
 from advantage.options import read_options
+from recipes.trainer import CWGRPOOptions, DiagnosticsOptions
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
@@ -64,8 +65,10 @@ def test_recipe_composes_validates_and_selects(name):
     assert cfg.algorithm.norm_adv_by_std_in_grpo is norm
     assert actor.use_kl_loss is kl
     assert cfg.actor_rollout_ref.model.path == ENV["MODEL_PATH"]
+    assert cfg.trainer.v1.trainer_mode == ("rlvr" if name == "aapo" else "sync")
     for cls, section in ((AGRAEOptions, "agrae"), (AVSPOOptions, "avspo"), (AAPOOptions, "aapo"),
-                         (SignOptions, "grpo_n"), (WReinforceOptions, "w_reinforce")):
+                         (SignOptions, "grpo_n"), (WReinforceOptions, "w_reinforce"),
+                         (CWGRPOOptions, "cw_grpo"), (DiagnosticsOptions, "diagnostics")):
         read_options(cls, cfg.algorithm, section)  # every declared option parses and validates
 
 

@@ -1,0 +1,127 @@
+"""The trainer extension's advantage step on a real verl DataProto, its state files, and AAPO's reference rewards."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import verl
+from advantage import state
+from advantage.diagnostics import ACRTracker
+from advantage.losses import covariance_weights
+from launch.ref_rewards import main as ref_main
+from recipes.trainer import advantage_step, draw_ref_rewards, load_state, save_state
+
+from tests.helpers import algo, batch
+
+
+def dataproto(groups, **extra):
+    tlr, mask, uid = batch(groups)
+    data = verl.DataProto.from_dict(tensors={"token_level_rewards": tlr, "response_mask": mask, **extra},
+                                    non_tensors={"uid": uid})
+    return data
+
+
+def test_metrics_for_a_builtin_estimator():
+    data, m = advantage_step(dataproto([[1, 0, 0, 0], [1, 1, 1, 1]]), algo(None), ACRTracker())
+    assert data.batch["advantages"][:4, 0].tolist() == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
+    assert m["acr/acr"] == 0.5 and m["acr/effective_acr"] == 0.5 and m["acr/all_correct_frac"] == 0.5
+    assert m["acr/zero_adv_frac"] == 0.5 and m["acr/pos_neg_mass_ratio"] == pytest.approx(1.0)
+    assert m["acr/acr_100"] == 0.5 and m["acr/volatility"] == 0.0
+
+
+def test_estimator_figures_are_logged_and_cleared():
+    cfg = algo("avspo")
+    cfg.adv_estimator = "avspo"
+    _, m = advantage_step(dataproto([[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0]]), cfg, ACRTracker())
+    assert m["avspo/triggered"] == 1.0 and m["avspo/k"] == 4.0
+    assert m["acr/effective_acr"] == pytest.approx(1 / 3)  # AVSPO revived the all-one group
+    assert state.LAST_METRICS == {}
+
+
+def test_aapo_gets_paired_reference_rewards():
+    cfg = algo("aapo", group_token_norm=False)
+    cfg.adv_estimator = "aapo"
+    data = dataproto([[1, 0, 0, 0]], ref_rewards=torch.tensor([0.0, 0.0, 1.0, 0.0]))
+    data, m = advantage_step(data, cfg, ACRTracker())
+    assert data.batch["advantages"][:, 0].tolist() == pytest.approx([1.78, -0.5, -0.7, -0.5], rel=1e-5)
+    assert m["aapo/margin_clip_frac"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="ref_rewards"):
+        advantage_step(dataproto([[1, 0]]), cfg, ACRTracker())
+
+
+def test_aapo_draws_from_cached_reference_rewards():
+    cfg = algo("aapo", group_token_norm=False)
+    cfg.adv_estimator = "aapo"
+    data = dataproto([[1, 0, 0], [0, 0, 0]])
+    infos = [{"index": 7, "ref_rewards": [1.0, 0.0, 0.0, 0.0]}] * 3 + [{"index": 8, "ref_rewards": [1.0, 1.0, 1.0]}] * 3
+    data.non_tensor_batch["extra_info"] = np.array(infos, dtype=object)
+    drawn = draw_ref_rewards(data.non_tensor_batch["extra_info"], data.non_tensor_batch["uid"], step=0)
+    assert sorted(drawn[:3].tolist()) in ([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])  # 3 distinct cache entries of prompt 7
+    assert drawn[3:].tolist() == [1.0, 1.0, 1.0]
+    again = draw_ref_rewards(data.non_tensor_batch["extra_info"], data.non_tensor_batch["uid"], step=0)
+    assert np.array_equal(drawn, again)
+    data, _ = advantage_step(data, cfg, ACRTracker())
+    assert data.batch["advantages"][3:, 0].tolist() == pytest.approx([-0.2] * 3)  # 0 - 1 clipped at delta_low
+    with pytest.raises(ValueError, match="cached reference rewards"):
+        draw_ref_rewards(np.array([{"index": 1, "ref_rewards": [1.0]}] * 2, dtype=object), np.array(["a", "a"]), 0)
+
+
+def test_cw_grpo_per_group_folds_weights():
+    cfg = algo("cw_grpo", per_group=True)
+    cfg.adv_estimator = "grpo"
+    old = -torch.arange(1, 25, dtype=torch.float32).reshape(8, 3) / 7
+    data = dataproto([[1, 0, 0, 1], [1, 0, 0, 0]], old_log_probs=old)
+    plain, _ = advantage_step(dataproto([[1, 0, 0, 1], [1, 0, 0, 0]]), algo(None), ACRTracker())
+    data, m = advantage_step(data, cfg, ACRTracker())
+    w0, _ = covariance_weights(old[:4], plain.batch["advantages"][:4], torch.ones(4, 3))
+    w1, _ = covariance_weights(old[4:], plain.batch["advantages"][4:], torch.ones(4, 3))
+    expected = plain.batch["advantages"] * torch.cat([w0, w1])
+    torch.testing.assert_close(data.batch["advantages"], expected)
+    assert m["cw_grpo/weight_mean"] == pytest.approx(1.0)
+
+
+def test_avspo_state_survives_save_and_load(tmp_path):
+    cfg = algo("avspo")
+    cfg.adv_estimator = "avspo"
+    tracker = ACRTracker()
+    for groups in ([[1, 1], [0, 0], [1, 0]], [[1, 1], [1, 1], [1, 0]]):
+        advantage_step(dataproto(groups), cfg, tracker)
+    before = state.state_dict()
+    save_state(str(tmp_path / "global_step_2"), tracker)
+    after_save, m_after = advantage_step(dataproto([[1, 1], [1, 1], [0, 0]]), cfg, tracker)
+
+    state.reset()
+    resumed = ACRTracker()
+    assert load_state(str(tmp_path / "global_step_2"), resumed)
+    assert state.state_dict() == before and before["avspo"]["step"] == 2
+    again, m_again = advantage_step(dataproto([[1, 1], [1, 1], [0, 0]]), cfg, resumed)
+    torch.testing.assert_close(again.batch["advantages"], after_save.batch["advantages"])
+    assert m_again == m_after
+    assert not load_state(str(tmp_path / "missing"), ACRTracker())
+    assert json.loads((tmp_path / "global_step_2" / "rlvr_state.json").read_text())["estimators"]["avspo"]["step"] == 2
+
+
+def test_trainer_is_registered_by_the_plugin():
+    from verl.trainer.ppo.v1 import get_trainer_cls
+
+    cls = get_trainer_cls("rlvr")
+    assert cls.__name__ == "RLVRTrainer" and hasattr(cls, "_compute_advantage")
+
+
+def test_ref_rewards_command_on_precomputed_generations(tmp_path):
+    from launch.data import to_verl
+
+    df = to_verl(pd.DataFrame({"problem": ["1+1?", "2+2?"], "answer": ["2", "4"]}), "math500")
+    data = tmp_path / "d.parquet"
+    df.to_parquet(data)
+    gens = tmp_path / "g.jsonl"
+    gens.write_text("\n".join(json.dumps(r) for r in [
+        {"index": 0, "responses": ["\\boxed{2}", "\\boxed{3}", "2"]},
+        {"index": 1, "responses": ["\\boxed{5}", "\\boxed{4}", "\\boxed{4}"]}]))
+    ref_main(["--data", str(data), "--generations", str(gens), "--output", str(tmp_path / "o.parquet")])
+    out = pd.read_parquet(tmp_path / "o.parquet")
+    assert [list(e["ref_rewards"]) for e in out["extra_info"]] == [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
