@@ -552,12 +552,12 @@ def compute_aapo_advantage(
     base = base_advantage(scores, stats, norm_adv_by_std(config), opts.epsilon)
     adv, figures = aapo_advantage(scores, ref, base, opts)
     state.LAST_METRICS.update(figures)
-    token_adv = to_token_level(adv, response_mask)
     if opts.group_token_norm and response_mask.numel():
+        # scale each response's scalar before broadcasting: one pass over the tokens, not two
         tokens_per_group = group_token_counts(response_mask, stats)
-        factor = float(response_mask.sum()) / (stats.num_groups * tokens_per_group.clamp_min(1.0))
-        token_adv = token_adv * factor[stats.gidx].unsqueeze(-1).to(token_adv.dtype)
-    return token_adv, token_adv
+        factor = tokens_per_group.sum() / (stats.num_groups * tokens_per_group.clamp_min(1.0))
+        adv = adv * factor[stats.gidx].to(adv.dtype)
+    return _finish(adv, response_mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------

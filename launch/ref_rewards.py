@@ -6,7 +6,7 @@ training reward, store them with the dataset.
     python -m launch.ref_rewards --data data/train.parquet --generations ref_gens.jsonl --output data/train_ref.parquet
 
 Each row gets ``extra_info["ref_rewards"]`` (M floats). During training the trainer extension
-(``trainer.v1.trainer_mode=rlvr``) draws G of them per prompt, a permutation fixed by (seed, step, prompt index), and
+(``trainer.v1.trainer_mode=rlvr``) draws G distinct ones per prompt, from a permutation drawn from (seed, step), and
 pairs them with the G policy responses (AAPO Eq. 5). The reference model is frozen, so sampling once before training
 gives rewards from the same distribution as sampling it every step (the paper's +28-45 % step time, Table 4) at the
 cost of reusing M samples across epochs.

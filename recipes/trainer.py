@@ -133,13 +133,14 @@ def draw_ref_rewards(extra_info: Any, uid: Any, step: int, seed: int = 0) -> Opt
     """Paired reference rewards drawn from each prompt's cache (``extra_info["ref_rewards"]``, M per prompt, written
     by ``python -m launch.ref_rewards``).
 
-    The G responses of a prompt get G distinct cached rewards, a permutation drawn from ``(seed, step, prompt index)``
-    so that a run is reproducible. Returns None when the rows carry no cache.
+    The G responses of a prompt get G distinct cached rewards: a random permutation of the cache per prompt, drawn
+    for the whole batch at once from ``(seed, step)`` so that a run is reproducible. Returns None when the rows carry
+    no cache.
 
     Args:
-        extra_info: ``(bs,)`` per-response dicts with ``ref_rewards`` (list) and ``index``.
+        extra_info: ``(bs,)`` per-response dicts with ``ref_rewards`` (list).
         uid: ``(bs,)`` group labels.
-        step: training step (mixes the draws across steps).
+        step: training step (fresh draws each step).
     """
     infos = list(extra_info)
     if not infos or not all(isinstance(e, dict) and "ref_rewards" in e for e in infos):
@@ -147,21 +148,26 @@ def draw_ref_rewards(extra_info: Any, uid: Any, step: int, seed: int = 0) -> Opt
     gidx, n = group_index(uid)
     gidx = gidx.numpy()
     order = np.argsort(gidx, kind="stable")
+    first = np.searchsorted(gidx[order], np.arange(n))  # position in `order` of each group's first response
     rank = np.empty_like(order)
-    starts = np.searchsorted(gidx[order], np.arange(n))
-    rank[order] = np.arange(len(order)) - starts[gidx[order]]  # position of each response within its group
-    out = np.empty(len(infos), dtype=np.float32)
-    for g in range(n):  # one draw per prompt group (N of them), not per response
-        members = np.nonzero(gidx == g)[0]
-        cache = np.asarray(infos[members[0]]["ref_rewards"], dtype=np.float32)
-        if cache.size < members.size:
-            raise ValueError(
-                f"prompt {infos[members[0]].get('index')} has {cache.size} cached reference rewards but {members.size} "
-                f"responses; sample at least rollout.n with python -m launch.ref_rewards --samples"
-            )
-        rng = np.random.default_rng([seed, step, int(infos[members[0]].get("index", g))])
-        out[members] = cache[rng.permutation(cache.size)[rank[members]]]
-    return out
+    rank[order] = np.arange(len(order)) - first[gidx[order]]  # position of each response within its group
+    caches = [np.asarray(infos[i]["ref_rewards"], dtype=np.float32) for i in order[first]]
+    sizes = np.array([c.size for c in caches])
+    counts = np.bincount(gidx, minlength=n)
+    short = np.nonzero(sizes < counts)[0]
+    if short.size:
+        g = int(short[0])
+        raise ValueError(
+            f"prompt {infos[order[first[g]]].get('index', g)} has {sizes[g]} cached reference rewards but {counts[g]} "
+            f"responses; sample at least rollout.n with python -m launch.ref_rewards --samples"
+        )
+    table = np.full((n, int(sizes.max())), np.nan, dtype=np.float32)
+    for g, c in enumerate(caches):  # building the (N, M) table: one row per prompt group
+        table[g, : c.size] = c
+    keys = np.random.default_rng([seed, step]).random(table.shape)
+    keys[np.isnan(table)] = np.inf  # padding sorts last, never drawn
+    perm = np.argsort(keys, axis=1)
+    return table[gidx, perm[gidx, rank]]
 
 
 def save_state(folder: str, tracker: ACRTracker) -> str:
