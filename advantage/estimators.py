@@ -202,52 +202,35 @@ def compute_agrae_advantage(
     return _agrae(token_level_rewards, response_mask, index, config, None)
 
 
-@register_adv_est("agrae_pos_dominant")
-def compute_agrae_pos_dominant_advantage(
-    token_level_rewards: torch.Tensor,
-    response_mask: torch.Tensor,
-    index: Optional[np.ndarray] = None,
-    config: Optional[Any] = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A-GRAE Table 1, positive-dominant control: ``A*_pos = beta * A_pos`` (beta = ``algorithm.agrae.beta``)."""
-    return _agrae(token_level_rewards, response_mask, index, config, "pos_dominant")
+def _register_agrae_variant(variant: str, doc: str) -> Any:
+    """Register ``agrae_<variant>``: A-GRAE with ``algorithm.agrae.variant`` fixed (other options still apply)."""
+
+    def compute(
+        token_level_rewards: torch.Tensor,
+        response_mask: torch.Tensor,
+        index: Optional[np.ndarray] = None,
+        config: Optional[Any] = None,
+        **kwargs: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return _agrae(token_level_rewards, response_mask, index, config, variant)
+
+    compute.__name__ = compute.__qualname__ = f"compute_agrae_{variant}_advantage"
+    compute.__doc__ = doc + "\n\nSame signature and returns as :func:`compute_agrae_advantage`."
+    return register_adv_est(f"agrae_{variant}")(compute)
 
 
-@register_adv_est("agrae_neg_dominant")
-def compute_agrae_neg_dominant_advantage(
-    token_level_rewards: torch.Tensor,
-    response_mask: torch.Tensor,
-    index: Optional[np.ndarray] = None,
-    config: Optional[Any] = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A-GRAE Table 1, negative-dominant control: ``A*_pos = A_pos / beta``."""
-    return _agrae(token_level_rewards, response_mask, index, config, "neg_dominant")
-
-
-@register_adv_est("agrae_hard_focused")
-def compute_agrae_hard_focused_advantage(
-    token_level_rewards: torch.Tensor,
-    response_mask: torch.Tensor,
-    index: Optional[np.ndarray] = None,
-    config: Optional[Any] = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A-GRAE Table 1, hard-focused control: ``A* = gamma * Â / sqrt(p)`` for ``0 < p < 1``."""
-    return _agrae(token_level_rewards, response_mask, index, config, "hard_focused")
-
-
-@register_adv_est("agrae_easy_focused")
-def compute_agrae_easy_focused_advantage(
-    token_level_rewards: torch.Tensor,
-    response_mask: torch.Tensor,
-    index: Optional[np.ndarray] = None,
-    config: Optional[Any] = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A-GRAE Table 1, easy-focused control: ``A* = gamma * Â / sqrt(1 - p)`` for ``0 < p < 1``."""
-    return _agrae(token_level_rewards, response_mask, index, config, "easy_focused")
+compute_agrae_pos_dominant_advantage = _register_agrae_variant(
+    "pos_dominant", "A-GRAE Table 1, positive-dominant control: ``A*_pos = beta * A_pos`` (``algorithm.agrae.beta``)."
+)
+compute_agrae_neg_dominant_advantage = _register_agrae_variant(
+    "neg_dominant", "A-GRAE Table 1, negative-dominant control: ``A*_pos = A_pos / beta``."
+)
+compute_agrae_hard_focused_advantage = _register_agrae_variant(
+    "hard_focused", "A-GRAE Table 1, hard-focused control: ``A* = gamma * Â / sqrt(p)`` for ``0 < p < 1``."
+)
+compute_agrae_easy_focused_advantage = _register_agrae_variant(
+    "easy_focused", "A-GRAE Table 1, easy-focused control: ``A* = gamma * Â / sqrt(1 - p)`` for ``0 < p < 1``."
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -668,7 +651,7 @@ ESTIMATORS = (
     "w_reinforce",
 )
 
-__all__ = [name for name in dir() if name.startswith("compute_")] + [
+__all__ = [name for name in list(globals()) if name.startswith("compute_")] + [
     "ESTIMATORS",
     "AGRAEOptions",
     "AVSPOOptions",

@@ -2,8 +2,9 @@
 
 ``import verl`` loads every ``verl.plugins`` entry point in every process that imports it (the driver, the
 TaskRunner and each Ray worker), so importing this module is what makes ``algorithm.adv_estimator=agrae`` and
-``actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo`` resolvable from the stock command line. It also works
-through ``VERL_USE_EXTERNAL_MODULES=advantage.plugin``.
+``actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo`` resolvable from the stock command line, and registers the
+trainer extension ``trainer.v1.trainer_mode=rlvr`` (:mod:`recipes.trainer`). It also works through
+``VERL_USE_EXTERNAL_MODULES=advantage.plugin``.
 
 verl swallows plugin import errors at DEBUG level; a broken install would then surface much later as
 "Unknown advantage estimator". This module therefore reports its own failure loudly (a warning naming the
@@ -13,7 +14,6 @@ error) before re-raising it.
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 
 logger = logging.getLogger(__name__)
@@ -30,11 +30,6 @@ def register() -> None:
     from recipes import trainer
 
     trainer.register()  # trainer.v1.trainer_mode=rlvr
-
-    if os.environ.get("VERL_PLATFORM", "").lower() == "cpu" or os.environ.get("RLVR_CPU", "") == "1":
-        from recipes.cpu import activate as activate_cpu
-
-        activate_cpu()
     _REGISTERED = True
 
 

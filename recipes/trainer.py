@@ -66,6 +66,7 @@ def advantage_step(
     algo_config: Any,
     tracker: ACRTracker,
     num_repeat: int = 1,
+    step: int = 0,
 ) -> tuple[Any, dict[str, float]]:
     """Compute advantages for ``data`` and the figures to log.
 
@@ -76,6 +77,7 @@ def advantage_step(
         algo_config: the ``algorithm`` config.
         tracker: the run's :class:`ACRTracker` (updated).
         num_repeat: ``rollout.n``, passed through to verl.
+        step: the training step (seeds AAPO's draws from cached reference rewards).
 
     Returns:
         ``(data, metrics)``: ``data.batch["advantages"]`` / ``["returns"]`` set.
@@ -90,7 +92,7 @@ def advantage_step(
     if estimator == "aapo":
         ref = data.batch["ref_rewards"] if "ref_rewards" in data.batch.keys() else data.non_tensor_batch.get("ref_rewards")
         if ref is None and "extra_info" in data.non_tensor_batch:
-            ref = draw_ref_rewards(data.non_tensor_batch["extra_info"], uid, step=tracker.early_n + len(tracker.window))
+            ref = draw_ref_rewards(data.non_tensor_batch["extra_info"], uid, step=step)
         if ref is None:
             raise ValueError(
                 "adv_estimator=aapo needs each response's paired reference reward in the batch field 'ref_rewards'; "
@@ -218,9 +220,9 @@ def register() -> None:
             from tensordict import TensorDict
             from verl import DataProto
 
-            fields = ["uid", "response_mask", "rm_scores", "old_log_probs", "ref_log_prob", "values", "ref_rewards"]
-            available = set(getattr(batch, "fields", None) or fields)
-            fields = [f for f in fields if f in available or f in ("uid", "response_mask", "rm_scores")]
+            # verl's own field list (trainer_base._compute_advantage) plus AAPO's per-response reference rewards
+            fields = ["uid", "response_mask", "rm_scores", "rollout_log_probs", "old_log_probs", "ref_log_prob",
+                      "values", "ref_rewards"]
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
             response_mask = data["response_mask"]
             data = DataProto(batch=data.to_padded_tensor())
@@ -233,11 +235,22 @@ def register() -> None:
                 metrics.update(kl_metrics)
             else:
                 data.batch["token_level_rewards"] = data.batch["token_level_scores"]
+            rollout_corr = self.config.algorithm.get("rollout_correction", None)
+            rollout_correction = (
+                rollout_corr is not None
+                and "rollout_log_probs" in data.batch.keys()
+                and not rollout_corr.get("bypass_mode", False)
+            )
+            if rollout_correction:
+                data, is_metrics = trainer_base.compute_rollout_correction_and_add_to_batch(data, rollout_corr)
+                metrics.update(is_metrics)
             data, step_metrics = advantage_step(
-                data, self.config.algorithm, self.acr_tracker, self.config.actor_rollout_ref.rollout.n
+                data, self.config.algorithm, self.acr_tracker, self.config.actor_rollout_ref.rollout.n, self.global_steps
             )
             metrics.update(step_metrics)
             out = ["advantages", "returns"] + (["token_level_rewards"] if self.config.algorithm.use_kl_in_reward else [])
+            if rollout_correction:
+                out += ["response_mask"] + (["rollout_is_weights"] if "rollout_is_weights" in data.batch.keys() else [])
             output = TensorDict(
                 {f: trainer_base.response_to_nested(data.batch[f], response_mask) for f in out}, batch_size=len(batch)
             )
