@@ -1,14 +1,13 @@
 # rlvr-recipes: set-up, tests, the embedded default run and benchmarks.
 #   make setup       create .venv and install the package with verl 0.9.1 (CPU torch 2.13.0)
-#   make test        the whole test suite (unit, property, config, launch and CPU end-to-end tests)
-#   make test-fast   everything but the end-to-end trainer runs
-#   make quickstart  the embedded default run on CPU (RECIPE=grpo by default)
+#   make test        the whole test suite (unit, property, config, launcher and trainer-extension tests)
+#   make test-fast   everything not marked e2e
+#   make quickstart  the embedded default: every method on the toy bandit and simulator (CPU)
 #   make bench       benchmarks against verl's own functions
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-RECIPE ?= grpo
 STAMP := $(VENV)/.installed
 
 .PHONY: setup test test-fast quickstart bench lint clean
@@ -30,10 +29,11 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -ra -m "not e2e"
 
 quickstart:
-	bash launch/quickstart.sh $(RECIPE)
+	bash launch/quickstart.sh
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py
+	$(PY) benchmarks/bench_estimators.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
