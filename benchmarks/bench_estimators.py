@@ -58,9 +58,10 @@ def bench_estimators(sizes, repeat: int) -> list[dict]:
                                                         config=cfg, **extra)[0])
         state.reset()
         runs = timed_round_robin(fns, repeat)
-        base = runs["grpo_vectorized"][0]
+        base, loop = runs["grpo_vectorized"][0], runs["grpo"][0]
         for name, (t, _) in runs.items():
-            rows.append({"size": f"{prompts}x{responses}x{tokens}", "name": name, "seconds": t, "vs_vectorized": t / base})
+            rows.append({"size": f"{prompts}x{responses}x{tokens}", "name": name, "seconds": t,
+                         "vs_vectorized": t / base, "vs_grpo": t / loop})
         print(f"[estimators] {prompts}x{responses}x{tokens}: "
               + ", ".join(f"{n} {runs[n][0] / base:.2f}x" for n in runs), flush=True)
         del tlr, mask
@@ -154,9 +155,9 @@ def main() -> None:
         "aapo_ref_cache": bench_ref_draw(64 if args.quick else 1024, 8, 16, args.repeat),
         "aapo_ref_generation": bench_reference_generation(8, 32 if args.quick else 128),
     }
-    print("\n| size | estimator | median s | / verl grpo_vectorized |\n| --- | --- | --- | --- |")
+    print("\n| size | estimator | median s | / verl grpo_vectorized | / verl grpo |\n| --- | --- | --- | --- | --- |")
     for r in results["estimators"]:
-        print(f"| {r['size']} | `{r['name']}` | {r['seconds']:.4f} | {r['vs_vectorized']:.2f} |")
+        print(f"| {r['size']} | `{r['name']}` | {r['seconds']:.4f} | {r['vs_vectorized']:.2f} | {r['vs_grpo']:.2f} |")
     if args.compare:
         with open(args.compare) as f:
             old = {(r["size"], r["name"]): r["seconds"] for r in json.load(f)["estimators"]}

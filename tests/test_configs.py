@@ -79,6 +79,9 @@ def test_dapo_specifics_and_overrides():
     assert cfg.reward.reward_kwargs.max_resp_len == cfg.data.max_response_length
     cfg = load("agrae_grpo", ["algorithm.agrae.alpha=0.5", "actor_rollout_ref.rollout.n=16"])
     assert cfg.algorithm.agrae.alpha == 0.5 and cfg.actor_rollout_ref.rollout.n == 16
+    assert cfg.reward.custom_reward_function.reward_kwargs.recipe == "accuracy"  # compute_score's own default
+    cfg = load("aapo", ["reward.custom_reward_function.reward_kwargs.recipe=aapo_1p5b"])  # no `+` needed
+    assert cfg.reward.custom_reward_function.reward_kwargs.recipe == "aapo_1p5b"
 
 
 def test_missing_model_path_fails_with_its_name(monkeypatch):

@@ -4,9 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recipes.toy.bandit import BanditSetting, run_many
-from recipes.toy.simulator import effective_acr, expected_acr, population, sample_rewards
+from recipes.toy.simulator import effective_acr, expected_acr, population, sample_rewards, theorem2_weights
 
 SETTING = BanditSetting(steps=200)
 
@@ -66,3 +68,20 @@ def test_closed_form_by_hand():
     assert expected_acr(np.array([0.5, 1.0, 0.0]), 2) == pytest.approx((0.5 + 1 + 1) / 3)
     r, uid = sample_rewards(np.array([1.0, 0.0]), 3, np.random.default_rng(0))
     assert r.tolist() == [1, 1, 1, 0, 0, 0] and uid.tolist() == [0, 0, 0, 1, 1, 1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 32), st.integers(0, 2**31 - 1))
+def test_theorem2_weight_identity(group_size, seed):
+    """A-GRAE paper Eq. 10: sum_i |Â_i| = 2 G sqrt(p(1-p)) per group (population std, binary rewards)."""
+    rng = np.random.default_rng(seed)
+    p = rng.random(64)
+    measured, closed = theorem2_weights(p, group_size, rng)
+    # GRPO's epsilon 1e-6 in the denominator: relative error below 1e-6 / std_pop, std_pop >= sqrt(G-1)/G
+    assert np.allclose(measured, closed, rtol=1e-6 * group_size / math.sqrt(group_size - 1) + 1e-12, atol=1e-9)
+
+
+def test_theorem2_by_hand():
+    # p = 1 and p = 0 give all-correct and all-wrong groups: Â = 0, and 2 G sqrt(p̂(1 - p̂)) = 0
+    measured, closed = theorem2_weights(np.array([1.0, 0.0]), 2, np.random.default_rng(0))
+    assert measured.tolist() == [0.0, 0.0] and closed.tolist() == [0.0, 0.0]

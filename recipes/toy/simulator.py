@@ -60,3 +60,22 @@ def effective_acr(
         acr.append(d["acr/acr"])
         eff.append(d["acr/effective_acr"])
     return float(np.mean(acr)), float(np.mean(eff))
+
+
+def theorem2_weights(p: np.ndarray, group_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A-GRAE paper Theorem 2 / Eq. 10 on sampled groups: per group ``sum_i |Â_i|`` with GRPO's advantage over the
+    population std (ddof = 0), beside ``2 G sqrt(p̂ (1 - p̂))``, ``p̂`` the group's sampled success rate.
+
+    Returns:
+        ``(measured, closed_form)``, each ``(N,)``; equal up to GRPO's epsilon for binary rewards (collapsed groups:
+        both 0).
+    """
+    from advantage.core import base_advantage, group_stats, segment_sum
+
+    r, uid = sample_rewards(p, group_size, rng)
+    r = r.double()
+    stats = group_stats(r, uid, ddof=0)
+    adv = base_advantage(r, stats, norm_by_std=True)
+    measured = segment_sum(adv.abs(), stats.gidx, stats.num_groups).numpy()
+    p_hat = stats.mean.numpy()
+    return measured, 2.0 * group_size * np.sqrt(p_hat * (1.0 - p_hat))
