@@ -67,6 +67,7 @@ def advantage_step(
     tracker: ACRTracker,
     num_repeat: int = 1,
     step: int = 0,
+    batch_keys: Optional[list] = None,
 ) -> tuple[Any, dict[str, float]]:
     """Compute advantages for ``data`` and the figures to log.
 
@@ -78,6 +79,9 @@ def advantage_step(
         tracker: the run's :class:`ACRTracker` (updated).
         num_repeat: ``rollout.n``, passed through to verl.
         step: the training step (seeds AAPO's draws from cached reference rewards).
+        batch_keys: the TransferQueue keys of the rows (``{uid}_{session}_{index}``); when given, the advantages
+            come from verl's ``compute_advantage_for_multi_trajectories`` exactly as in the stock v1 trainer
+            (GRPO over each session's final turn), otherwise from ``compute_advantage``.
 
     Returns:
         ``(data, metrics)``: ``data.batch["advantages"]`` / ``["returns"]`` set.
@@ -106,6 +110,19 @@ def advantage_step(
             ref_rewards=torch.as_tensor(np.asarray(ref, dtype=np.float32)),
         )
         data.batch["advantages"], data.batch["returns"] = adv, ret
+    elif batch_keys is not None:
+        from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+        data = compute_advantage_for_multi_trajectories(
+            data,
+            batch_keys=batch_keys,
+            adv_estimator=config_get(algo_config, "adv_estimator", "grpo"),
+            gamma=float(config_get(algo_config, "gamma", 1.0)),
+            lam=float(config_get(algo_config, "lam", 1.0)),
+            num_repeat=num_repeat,
+            norm_adv_by_std_in_grpo=bool(config_get(algo_config, "norm_adv_by_std_in_grpo", True)),
+            config=algo_config,
+        )
     else:
         data = compute_advantage(
             data,
@@ -222,7 +239,9 @@ def register() -> None:
 
             # verl's own field list (trainer_base._compute_advantage) plus AAPO's per-response reference rewards
             fields = ["uid", "response_mask", "rm_scores", "rollout_log_probs", "old_log_probs", "ref_log_prob",
-                      "values", "ref_rewards"]
+                      "values"]
+            if self.config.algorithm.adv_estimator == "aapo":
+                fields.append("ref_rewards")
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
             response_mask = data["response_mask"]
             data = DataProto(batch=data.to_padded_tensor())
@@ -245,7 +264,12 @@ def register() -> None:
                 data, is_metrics = trainer_base.compute_rollout_correction_and_add_to_batch(data, rollout_corr)
                 metrics.update(is_metrics)
             data, step_metrics = advantage_step(
-                data, self.config.algorithm, self.acr_tracker, self.config.actor_rollout_ref.rollout.n, self.global_steps
+                data,
+                self.config.algorithm,
+                self.acr_tracker,
+                self.config.actor_rollout_ref.rollout.n,
+                self.global_steps,
+                batch_keys=list(batch.keys),
             )
             metrics.update(step_metrics)
             out = ["advantages", "returns"] + (["token_level_rewards"] if self.config.algorithm.use_kl_in_reward else [])
@@ -263,11 +287,13 @@ def register() -> None:
 
         def _load_checkpoint(self):
             result = super()._load_checkpoint()
-            if self.global_steps:
-                folder = self.config.trainer.get("resume_from_path") or os.path.join(
-                    self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"
-                )
-                load_state(folder, self.acr_tracker)
+            if self.global_steps:  # verl resumed from global_step_N: the same folder _save_checkpoint wrote
+                if self.config.trainer.resume_mode == "resume_path":
+                    folder = self.config.trainer.resume_from_path
+                else:
+                    folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
+                if not load_state(folder, self.acr_tracker):
+                    print(f"[rlvr] no {STATE_FILE} in {folder}: estimator state starts fresh", flush=True)
             return result
 
     trainer_base.register_trainer(TRAINER_NAME)(RLVRTrainer)

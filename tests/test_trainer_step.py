@@ -125,3 +125,62 @@ def test_ref_rewards_command_on_precomputed_generations(tmp_path):
     ref_main(["--data", str(data), "--generations", str(gens), "--output", str(tmp_path / "o.parquet")])
     out = pd.read_parquet(tmp_path / "o.parquet")
     assert [list(e["ref_rewards"]) for e in out["extra_info"]] == [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
+
+
+def test_batch_keys_path_matches_plain_grpo_on_single_turn_rows():
+    """With TransferQueue keys ({uid}_{session}_{index}), the step uses verl's multi-trajectory GRPO like the stock
+    v1 trainer; on single-turn rows it must equal plain GRPO."""
+    groups = [[1, 0, 0, 0], [1, 1, 0, 1]]
+    plain, _ = advantage_step(dataproto(groups), algo(None), ACRTracker())
+    uid = dataproto(groups).non_tensor_batch["uid"]
+    keys = [f"{u}_{i}_0" for i, u in enumerate(uid)]
+    keyed, m = advantage_step(dataproto(groups), algo(None), ACRTracker(), batch_keys=keys)
+    torch.testing.assert_close(keyed.batch["advantages"], plain.batch["advantages"])
+    assert m["acr/acr"] == 0.0
+
+
+def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
+    """RLVRTrainer._compute_advantage on what the v1 trainer gives it: a KVBatchMeta whose rows are fetched with
+    tq.kv_batch_get as jagged (nested) tensors plus uid, and advantages written back with tq.kv_batch_put."""
+    from omegaconf import OmegaConf
+    from tensordict import NonTensorStack, TensorDict
+    from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
+
+    lengths, rewards = [2, 3, 1, 2], [1.0, 0.0, 0.0, 0.0]
+    uid = ["p0"] * 4
+    rm = [torch.zeros(n) for n in lengths]
+    for r, s in zip(rm, rewards):
+        r[-1] = s
+    store, calls = {}, {}
+
+    class FakeTQ:
+        @staticmethod
+        def kv_batch_get(keys, partition_id, select_fields):
+            calls["fields"] = list(select_fields)
+            return TensorDict({
+                "response_mask": torch.nested.nested_tensor([torch.ones(n) for n in lengths], layout=torch.jagged),
+                "rm_scores": torch.nested.nested_tensor(rm, layout=torch.jagged),
+                "uid": NonTensorStack(*uid),
+            }, batch_size=[4])
+
+        @staticmethod
+        def kv_batch_put(keys, partition_id, fields):
+            store.update(fields=fields, keys=keys)
+            return "put"
+
+    monkeypatch.setattr(trainer_base, "tq", FakeTQ)
+    cls = get_trainer_cls("rlvr")
+    trainer = object.__new__(cls)
+    trainer.acr_tracker, trainer.global_steps = ACRTracker(), 1
+    trainer.config = OmegaConf.create({
+        "algorithm": {"adv_estimator": "grpo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True},
+        "actor_rollout_ref": {"rollout": {"n": 4}},
+    })
+    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(4)], "partition_id": "train", "__len__": lambda s: 4})()
+    metrics = {}
+    assert trainer._compute_advantage(meta, metrics) == "put"
+    assert "ref_rewards" not in calls["fields"]
+    adv = store["fields"]["advantages"]
+    assert [float(a[-1]) for a in adv.unbind()] == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
+    assert [a.numel() for a in adv.unbind()] == lengths
+    assert metrics["acr/acr"] == 0.0 and metrics["acr/reward_mean"] == pytest.approx(0.25)
