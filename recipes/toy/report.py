@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from recipes.toy.bandit import BanditSetting, run_many  # noqa: E402
-from recipes.toy.simulator import effective_acr, expected_acr, population  # noqa: E402
+from recipes.toy.simulator import effective_acr, expected_acr, population, theorem2_weights  # noqa: E402
 
 METHODS = ["grpo", "grpo_n", "agrae", "agrae_neg_dominant", "agrae_pos_dominant", "avspo", "aapo"]
 
@@ -65,8 +65,13 @@ def simulator_report(out: str, prompts: int, steps: int) -> list[str]:
         rows.append(f"| {g} | {acr:.3f} | {expected_acr(p, g):.3f} | "
                     + " | ".join(f"{eff[m][1]:.3f}" for m in METHODS) + " |")
         print(f"[simulator] G={g:<3} ACR {acr:.3f} closed form {expected_acr(p, g):.3f}", flush=True)
+    for g in sizes:
+        measured, closed = theorem2_weights(p, g, rng)
+        rows.append(f"\nTheorem 2 (A-GRAE Eq. 10), G={g}: max over {len(p)} groups of |sum_i |Â_i| - 2G sqrt(p(1-p))| "
+                    f"= {np.abs(measured - closed).max():.2e}")
+        print(f"[simulator] Theorem 2 G={g}: max abs deviation {np.abs(measured - closed).max():.2e}", flush=True)
     axes[0].plot(sizes, [expected_acr(p, g) for g in sizes], "k-", label="closed form")
-    axes[0].plot(sizes, [float(r.split("|")[2]) for r in rows[2:]], "o", label="sampled")
+    axes[0].plot(sizes, [float(r.split("|")[2]) for r in rows[2:2 + len(sizes)]], "o", label="sampled")
     axes[0].set_xscale("log", base=2)
     axes[0].set_title("ACR vs group size")
     axes[0].set_xlabel("G")
