@@ -1,15 +1,21 @@
-"""Evaluation: n samples per problem, unbiased pass@k, greedy accuracy, per-benchmark and weighted averages.
+"""Evaluation: n samples per problem, unbiased pass@k, greedy accuracy, per-benchmark and overall averages, plots.
 
-    # score generations that already exist (one JSON object per line: data_source, ground_truth, responses[, greedy])
-    python -m launch.evaluate --generations gens.jsonl --k 1 2 4 8 --out runs/eval
-    # generate first: Hugging Face on CPU, or vLLM on GPU, from verl parquet test files
-    python -m launch.evaluate --model /path/to/model --data data/math500.parquet --n 16 --backend hf --out runs/eval
-    # training curves (reward, ACR, entropy) from a run's verl file-logger JSONL
-    python -m launch.evaluate --training-log runs/x/metrics.jsonl --out runs/eval
+    # GPU: vLLM, 256 samples at temperature 0.6 / top-p 0.95 (004 App. C.2), pass@1..256, plus greedy accuracy
+    python -m launch.evaluate --model $MODEL --data data/math500.parquet data/aime25.parquet data/amc23.parquet \\
+        --backend vllm --n 256 --temperature 0.6 --top-p 0.95 --max-new-tokens 4096 --out runs/eval
+    # CPU: Hugging Face generate on a local model
+    python -m launch.evaluate --model /path/to/model --data data/gsm8k.parquet --backend hf --n 4 --out runs/eval
+    # generations from a file (tests, or answers produced elsewhere): by problem, through the same pipeline
+    python -m launch.evaluate --data data/math500.parquet --backend stub --stub-generations gens.jsonl --out runs/eval
+    # re-score generations written by an earlier run
+    python -m launch.evaluate --generations runs/eval/generations.jsonl --out runs/rescored
+    # training curves (reward, ACR, entropy) of one or more runs from verl's file-logger JSONL or console log
+    python -m launch.evaluate --training-log runs/grpo.jsonl runs/avspo.jsonl --out runs/eval
 
-pass@k is the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` (A-GRAE paper App. C.2; two-stage paper, k up to 256),
-computed as the stable product ``1 - prod_{i=n-c+1}^{n} (1 - k/i)``. Averages are per benchmark and weighted by
-problem count over all benchmarks (the ACR paper's overall average, App. A.3).
+Writes to ``--out``: ``generations.jsonl`` (one object per problem: data_source, index, ground_truth, responses,
+greedy), ``scores.jsonl`` (per problem n, c, greedy_correct: the ``--rollouts`` input of ``launch.data select``),
+``passk.json`` (:func:`launch.passk.summarise` plus the settings) and ``passk.png``; ``training.png`` with
+``--training-log``. Correctness is the reward's accuracy component (:func:`reward.math_reward.is_correct`).
 """
 
 from __future__ import annotations
@@ -17,234 +23,377 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections import defaultdict
-from typing import Any, Iterable, Optional, Sequence
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Optional, Protocol, Sequence
 
-import numpy as np
+from launch.passk import default_ks, summarise
 
-from reward.math_reward import compute_score
-
-
-def pass_at_k(n: np.ndarray | int, c: np.ndarray | int, k: int) -> np.ndarray:
-    """Unbiased pass@k per problem, vectorised: ``1 - C(n-c, k)/C(n, k)``.
-
-    Args:
-        n: ``(P,)`` samples per problem (each ``>= k``).
-        c: ``(P,)`` correct samples per problem.
-        k: attempts.
-
-    Returns:
-        ``(P,)`` float64 in [0, 1].
-    """
-    n = np.atleast_1d(np.asarray(n, dtype=np.int64))
-    c = np.atleast_1d(np.asarray(c, dtype=np.int64))
-    if k < 1 or (n < k).any() or (c < 0).any() or (c > n).any():
-        raise ValueError(f"pass@{k} needs 1 <= k <= n and 0 <= c <= n (got n={n.tolist()[:5]}, c={c.tolist()[:5]})")
-    out = np.ones(n.shape, dtype=np.float64)
-    certain = n - c < k  # every k-subset contains a correct sample
-    width = int(c.max()) if c.size else 0
-    if width:
-        i = (n - c)[:, None] + 1 + np.arange(width)[None, :]  # n-c+1 .. n (padded)
-        valid = np.arange(width)[None, :] < c[:, None]
-        factors = np.where(valid, 1.0 - k / np.maximum(i, 1), 1.0)
-        out = 1.0 - np.prod(factors, axis=1)
-    out = np.where(c == 0, 0.0, out)
-    return np.where(certain & (c > 0), 1.0, out)
+# --------------------------------------------------------------------------------------------------------------
+# problems and generators
 
 
-def summarise(records: Sequence[dict], ks: Iterable[int]) -> dict[str, Any]:
-    """Per-benchmark and overall (weighted by problem count) pass@k and greedy accuracy.
-
-    Args:
-        records: one per problem: ``data_source``, ``n``, ``c`` and optionally ``greedy_correct``.
-    """
-    by_source: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        by_source[r["data_source"]].append(r)
-    result: dict[str, Any] = {"benchmarks": {}, "overall": {}}
-    totals: dict[str, list[float]] = defaultdict(list)
-    for source, rows in sorted(by_source.items()):
-        n = np.array([r["n"] for r in rows])
-        c = np.array([r["c"] for r in rows])
-        entry: dict[str, Any] = {"problems": len(rows)}
-        for k in ks:
-            if (n >= k).all():
-                values = pass_at_k(n, c, k)
-                entry[f"pass@{k}"] = float(values.mean())
-                totals[f"pass@{k}"].extend(values.tolist())
-        greedy = [r["greedy_correct"] for r in rows if r.get("greedy_correct") is not None]
-        if greedy:
-            entry["greedy_acc"] = float(np.mean(greedy))
-            totals["greedy_acc"].extend(float(g) for g in greedy)
-        result["benchmarks"][source] = entry
-    result["overall"] = {key: float(np.mean(v)) for key, v in totals.items()}
-    result["overall"]["problems"] = len(records)
-    return result
-
-
-def score_generations(rows: Iterable[dict], reward_kwargs: Optional[dict] = None) -> list[dict]:
-    """Score each problem's ``responses`` (and ``greedy``) with the package's reward; correct = accuracy 1."""
-    kwargs = reward_kwargs or {}
-    out = []
-    for i, row in enumerate(rows):
-        for key in ("data_source", "ground_truth", "responses"):
-            if key not in row:
-                raise ValueError(f"generation record {i} lacks {key!r} (has {sorted(row)})")
-        correct = [compute_score(row["data_source"], r, row["ground_truth"], **kwargs)["acc"] for r in row["responses"]]
-        greedy = row.get("greedy")
-        out.append({
-            "data_source": row["data_source"],
-            "n": len(correct),
-            "c": int(sum(correct)),
-            "greedy_correct": None if greedy is None else compute_score(row["data_source"], greedy, row["ground_truth"])["acc"],
-        })
-    return out
-
-
-def generate(model: str, data_files: Sequence[str], n: int, backend: str, temperature: float, top_p: float,
-             max_new_tokens: int) -> list[dict]:
-    """Sample ``n`` responses (and one greedy) per problem of verl parquet ``data_files``.
-
-    ``hf``: transformers ``generate`` (CPU or GPU). ``vllm``: vLLM's offline ``LLM.generate`` (GPU).
-    """
+def load_problems(data_files: Sequence[str], limit: Optional[int] = None) -> list[dict[str, Any]]:
+    """Problems of verl parquet files (``python -m launch.data convert``): data_source, index, prompt, ground_truth."""
     import pandas as pd
 
-    frames = [pd.read_parquet(f) for f in data_files]
-    df = pd.concat(frames, ignore_index=True)
-    for col in ("prompt", "reward_model", "data_source"):
-        if col not in df.columns:
-            raise ValueError(f"{data_files}: missing verl column {col!r}; prepare data with python -m launch.data")
-    prompts = [list(p) for p in df["prompt"]]
-    truths = [rm["ground_truth"] for rm in df["reward_model"]]
-    if backend == "vllm":
-        from vllm import LLM, SamplingParams  # GPU only; imported lazily
+    problems: list[dict[str, Any]] = []
+    for path in data_files:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"--data {path!r} does not exist")
+        df = pd.read_parquet(path)
+        for col in ("data_source", "prompt", "reward_model"):
+            if col not in df.columns:
+                raise ValueError(f"--data {path}: no {col!r} column; prepare it with `python -m launch.data convert`")
+        if limit is not None:
+            df = df.head(limit)
+        infos = df["extra_info"] if "extra_info" in df.columns else [None] * len(df)
+        for i, (src, prompt, rm, info) in enumerate(zip(df["data_source"], df["prompt"], df["reward_model"], infos)):
+            index = int(info["index"]) if isinstance(info, dict) and info.get("index") is not None else i
+            problems.append({
+                "data_source": str(src),
+                "index": index,
+                "prompt": [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt],
+                "ground_truth": rm["ground_truth"],
+            })
+    return problems
 
-        llm = LLM(model=model)
-        sample = llm.chat(prompts, SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens))
-        greedy = llm.chat(prompts, SamplingParams(n=1, temperature=0.0, max_tokens=max_new_tokens))
-        texts = [[o.text for o in out.outputs] for out in sample]
-        greedy_texts = [out.outputs[0].text for out in greedy]
-    elif backend == "hf":
+
+class Generator(Protocol):
+    def sample(self, problems: Sequence[dict], n: int) -> list[list[str]]: ...
+
+    def greedy(self, problems: Sequence[dict]) -> list[str]: ...
+
+
+class StubGenerator:
+    """Generations read from a JSONL file instead of a model: one object per problem with ``index`` (and
+    ``data_source`` when several benchmarks share indices), ``responses`` (>= n strings) and optionally ``greedy``."""
+
+    def __init__(self, path: str) -> None:
+        self.by_key: dict[Any, dict] = {}
+        with open(path) as f:
+            for line_no, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                for key in ("index", "responses"):
+                    if key not in row:
+                        raise ValueError(f"{path}:{line_no}: no {key!r} (has {sorted(row)})")
+                self.by_key[(row.get("data_source"), int(row["index"]))] = row
+        self.path = path
+
+    def _row(self, problem: dict) -> dict:
+        row = self.by_key.get((problem["data_source"], problem["index"])) or self.by_key.get((None, problem["index"]))
+        if row is None:
+            raise KeyError(f"{self.path}: no generations for {problem['data_source']} index {problem['index']}")
+        return row
+
+    def sample(self, problems: Sequence[dict], n: int) -> list[list[str]]:
+        out = []
+        for p in problems:
+            responses = [str(r) for r in self._row(p)["responses"]]
+            if len(responses) < n:
+                raise ValueError(f"{self.path}: {p['data_source']} index {p['index']} has {len(responses)} "
+                                 f"responses, fewer than --n {n}")
+            out.append(responses[:n])
+        return out
+
+    def greedy(self, problems: Sequence[dict]) -> list[str]:
+        out = []
+        for p in problems:
+            row = self._row(p)
+            if "greedy" not in row:
+                raise ValueError(f"{self.path}: {p['data_source']} index {p['index']} has no 'greedy' response "
+                                 "(add it, or pass --no-greedy)")
+            out.append(str(row["greedy"]))
+        return out
+
+
+class HFGenerator:
+    """Hugging Face ``generate`` on a local model (CPU, or a GPU if torch sees one); chat template when the tokenizer
+    has one, the messages' contents joined by newlines otherwise."""
+
+    def __init__(self, model: str, temperature: float, top_p: float, max_new_tokens: int, batch_size: int = 8,
+                 seed: int = 0) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(model)
-        lm = AutoModelForCausalLM.from_pretrained(model)
-        texts, greedy_texts = [], []
-        for i, messages in enumerate(prompts):
-            ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-            if not isinstance(ids, torch.Tensor):
-                ids = ids["input_ids"]
-            with torch.no_grad():
-                s = lm.generate(ids, do_sample=True, temperature=temperature, top_p=top_p, num_return_sequences=n,
-                                max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id or tok.eos_token_id)
-                g = lm.generate(ids, do_sample=False, max_new_tokens=max_new_tokens,
-                                pad_token_id=tok.pad_token_id or tok.eos_token_id)
-            texts.append(tok.batch_decode(s[:, ids.shape[1]:], skip_special_tokens=True))
-            greedy_texts.append(tok.decode(g[0, ids.shape[1]:], skip_special_tokens=True))
-            print(f"[generate] {i + 1}/{len(prompts)}", flush=True)
-    else:
-        raise ValueError(f"--backend must be hf or vllm, got {backend!r}")
-    return [{"data_source": s, "ground_truth": t, "responses": r, "greedy": g}
-            for s, t, r, g in zip(df["data_source"], truths, texts, greedy_texts)]
+        self.torch = torch
+        self.tok = AutoTokenizer.from_pretrained(model)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.lm = AutoModelForCausalLM.from_pretrained(model).to(device).eval()
+        self.device = device
+        self.temperature, self.top_p, self.max_new_tokens = temperature, top_p, max_new_tokens
+        self.batch_size = max(1, batch_size)
+        self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        torch.manual_seed(seed)
 
-
-def read_training_log(path: str) -> dict[str, list[tuple[int, float]]]:
-    """Per-metric ``[(step, value)]`` from verl's file logger (one JSON object per line, ``{"step", "data"}``)."""
-    curves: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            entry = json.loads(line)
-            step, data = entry.get("step"), entry.get("data", entry)
-            for key, value in data.items():
-                if isinstance(value, (int, float)):
-                    curves[key].append((int(step), float(value)))
-    return curves
-
-
-def plot_pass_at_k(summary: dict, ks: Sequence[int], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for source, entry in list(summary["benchmarks"].items()) + [("overall", summary["overall"])]:
-        xs = [k for k in ks if f"pass@{k}" in entry]
-        ax.plot(xs, [entry[f"pass@{k}"] for k in xs], marker="o", label=source,
-                linestyle="--" if source == "overall" else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("k")
-    ax.set_ylabel("pass@k")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def plot_training(curves: dict[str, list[tuple[int, float]]], path: str) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    wanted = [k for k in curves if k.endswith("reward/mean") or k in ("critic/score/mean", "acr/acr",
-              "acr/effective_acr", "actor/entropy")]
-    if not wanted:
-        wanted = sorted(curves)[:4]
-    fig, axes = plt.subplots(1, len(wanted), figsize=(4 * len(wanted), 3.2), squeeze=False)
-    for ax, key in zip(axes[0], wanted):
-        steps, values = zip(*curves[key])
-        ax.plot(steps, values)
-        ax.set_title(key)
-        ax.set_xlabel("step")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return wanted
-
-
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--generations", help="JSONL of problems with responses (skips generation)")
-    parser.add_argument("--model", help="model path, with --data")
-    parser.add_argument("--data", nargs="*", default=[], help="verl parquet files to generate for")
-    parser.add_argument("--backend", default="hf", choices=["hf", "vllm"])
-    parser.add_argument("--n", type=int, default=16)
-    parser.add_argument("--temperature", type=float, default=0.6)
-    parser.add_argument("--top-p", type=float, default=0.95)
-    parser.add_argument("--max-new-tokens", type=int, default=2048)
-    parser.add_argument("--k", type=int, nargs="*", default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
-    parser.add_argument("--training-log", help="verl file-logger JSONL to plot reward/ACR/entropy from")
-    parser.add_argument("--out", default="runs/eval")
-    args = parser.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
-    if not (args.generations or args.model or args.training_log):
-        parser.error("give --generations, or --model with --data, or --training-log")
-    if args.generations or args.model:
-        if args.generations:
-            with open(args.generations) as f:
-                rows = [json.loads(line) for line in f if line.strip()]
+    def _ids(self, messages: list[dict]) -> Any:
+        if getattr(self.tok, "chat_template", None):
+            text = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         else:
-            if not args.data:
-                parser.error("--model needs --data parquet files")
-            rows = generate(args.model, args.data, args.n, args.backend, args.temperature, args.top_p,
-                            args.max_new_tokens)
-            with open(os.path.join(args.out, "generations.jsonl"), "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in rows)
-        summary = summarise(score_generations(rows), args.k)
+            text = "\n".join(m["content"] for m in messages) + "\n"
+        return self.tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"].to(self.device)
+
+    def _generate(self, ids: Any, count: int, sample: bool) -> list[str]:
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "pad_token_id": self.pad,
+                                  "num_return_sequences": count, "do_sample": sample}
+        if sample:
+            kwargs.update(temperature=self.temperature, top_p=self.top_p)
+        with self.torch.no_grad():
+            out = self.lm.generate(ids, attention_mask=self.torch.ones_like(ids), **kwargs)
+        return self.tok.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+
+    def sample(self, problems: Sequence[dict], n: int) -> list[list[str]]:
+        out = []
+        for i, p in enumerate(problems):
+            ids = self._ids(p["prompt"])
+            texts: list[str] = []
+            while len(texts) < n:
+                texts += self._generate(ids, min(self.batch_size, n - len(texts)), sample=True)
+            out.append(texts)
+            _progress("sampled", i + 1, len(problems))
+        return out
+
+    def greedy(self, problems: Sequence[dict]) -> list[str]:
+        return [self._generate(self._ids(p["prompt"]), 1, sample=False)[0] for p in problems]
+
+
+class VLLMGenerator:
+    """vLLM offline generation (GPU). Imported only when used: vLLM is not needed anywhere else."""
+
+    def __init__(self, model: str, temperature: float, top_p: float, max_new_tokens: int, seed: int = 0,
+                 tensor_parallel_size: int = 1, max_model_len: Optional[int] = None,
+                 gpu_memory_utilization: float = 0.9) -> None:
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise ImportError("--backend vllm needs vLLM (pip install -e '.[gpu]' on a GPU machine)") from e
+        self.SamplingParams = SamplingParams
+        self.llm = LLM(model=model, seed=seed, tensor_parallel_size=tensor_parallel_size,
+                       max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization)
+        self.tok = self.llm.get_tokenizer()
+        self.temperature, self.top_p, self.max_new_tokens = temperature, top_p, max_new_tokens
+
+    def _texts(self, problems: Sequence[dict]) -> list[str]:
+        return [self.tok.apply_chat_template(p["prompt"], add_generation_prompt=True, tokenize=False) for p in problems]
+
+    def sample(self, problems: Sequence[dict], n: int) -> list[list[str]]:
+        params = self.SamplingParams(n=n, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_new_tokens)
+        outputs = self.llm.generate(self._texts(problems), params)
+        return [[o.text for o in out.outputs] for out in outputs]
+
+    def greedy(self, problems: Sequence[dict]) -> list[str]:
+        params = self.SamplingParams(n=1, temperature=0.0, max_tokens=self.max_new_tokens)
+        return [out.outputs[0].text for out in self.llm.generate(self._texts(problems), params)]
+
+
+def _progress(what: str, done: int, total: int) -> None:
+    step = max(1, total // 10)
+    if done == total or done % step == 0:
+        print(f"[evaluate] {what} {done}/{total}", flush=True)
+
+
+def generate(model: str, data_files: Sequence[str], n: int, backend: str = "hf", temperature: float = 1.0,
+             top_p: float = 1.0, max_new_tokens: int = 2048, greedy: bool = False, seed: int = 0,
+             batch_size: int = 8, tensor_parallel_size: int = 1, max_model_len: Optional[int] = None,
+             stub_generations: Optional[str] = None, limit: Optional[int] = None) -> list[dict[str, Any]]:
+    """``n`` sampled responses (and a greedy one with ``greedy``) for every problem of verl parquet ``data_files``.
+
+    Returns:
+        one record per problem: ``data_source``, ``index``, ``ground_truth``, ``responses`` (and ``greedy``).
+    """
+    problems = load_problems(data_files, limit)
+    gen: Generator
+    if backend == "vllm":
+        gen = VLLMGenerator(model, temperature, top_p, max_new_tokens, seed, tensor_parallel_size, max_model_len)
+    elif backend == "hf":
+        gen = HFGenerator(model, temperature, top_p, max_new_tokens, batch_size, seed)
+    elif backend == "stub":
+        if not stub_generations:
+            raise ValueError("--backend stub needs --stub-generations FILE")
+        gen = StubGenerator(stub_generations)
+    else:
+        raise ValueError(f"--backend must be vllm, hf or stub, got {backend!r}")
+    print(f"[evaluate] {backend}: {len(problems)} problems x {n} samples", flush=True)
+    t0 = time.perf_counter()
+    responses = gen.sample(problems, n)
+    greedy_texts = gen.greedy(problems) if greedy else [None] * len(problems)
+    print(f"[evaluate] generated in {time.perf_counter() - t0:.1f} s", flush=True)
+    records = []
+    for p, r, g in zip(problems, responses, greedy_texts):
+        rec = {"data_source": p["data_source"], "index": p["index"], "ground_truth": p["ground_truth"], "responses": r}
+        if g is not None:
+            rec["greedy"] = g
+        records.append(rec)
+    return records
+
+
+# --------------------------------------------------------------------------------------------------------------
+# scoring
+
+
+def read_generations(path: str) -> list[dict[str, Any]]:
+    """Records of a generations JSONL (``data_source``, ``ground_truth``, ``responses``; optional ``greedy``, ``index``)."""
+    records = []
+    with open(path) as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            for key in ("data_source", "ground_truth", "responses"):
+                if key not in row:
+                    raise ValueError(f"{path}:{line_no}: generation record lacks {key!r} (has {sorted(row)})")
+            if not isinstance(row["responses"], list) or not row["responses"]:
+                raise ValueError(f"{path}:{line_no}: 'responses' must be a non-empty list")
+            row.setdefault("index", line_no - 1)
+            records.append(row)
+    if not records:
+        raise ValueError(f"{path}: no generation records")
+    return records
+
+
+def score_records(records: Sequence[dict[str, Any]], workers: int = 4, boxed_only: bool = False,
+                  timeout_s: Optional[float] = None) -> list[dict[str, Any]]:
+    """Per problem ``data_source``, ``index``, ``n``, ``c`` (correct samples) and ``greedy_correct`` (or None)."""
+    from reward.equivalence import DEFAULT_TIMEOUT_S
+    from reward.math_reward import is_correct
+
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    jobs = [(i, r, rec["ground_truth"]) for i, rec in enumerate(records) for r in rec["responses"]]
+    jobs += [(i, rec["greedy"], rec["ground_truth"]) for i, rec in enumerate(records) if rec.get("greedy") is not None]
+    n_sampled = sum(len(rec["responses"]) for rec in records)
+
+    def check(job: tuple[int, str, Any]) -> bool:
+        return is_correct(job[1], job[2], boxed_only=boxed_only, timeout_s=timeout)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        verdicts = []
+        for j, v in enumerate(pool.map(check, jobs), 1):
+            verdicts.append(v)
+            _progress("scored", j, len(jobs))
+    print(f"[evaluate] scored {len(jobs)} responses in {time.perf_counter() - t0:.1f} s", flush=True)
+    correct = [0] * len(records)
+    for (i, _, _), v in zip(jobs[:n_sampled], verdicts[:n_sampled]):
+        correct[i] += int(v)
+    greedy_correct: list[Optional[int]] = [None] * len(records)
+    for (i, _, _), v in zip(jobs[n_sampled:], verdicts[n_sampled:]):
+        greedy_correct[i] = int(v)
+    return [{"data_source": rec["data_source"], "index": rec.get("index", i), "n": len(rec["responses"]),
+             "c": correct[i], "greedy_correct": greedy_correct[i]} for i, rec in enumerate(records)]
+
+
+def _write_jsonl(path: str, rows: Iterable[dict]) -> None:
+    with open(path, "w") as f:
+        f.writelines(json.dumps(r, default=str) + "\n" for r in rows)
+
+
+def _print_table(summary: dict) -> None:
+    ks = summary["k"]
+    shown = [k for k in ks if k in (1, 8, 32, 256) or k == ks[-1]] if len(ks) > 5 else ks
+    head = ["benchmark", "problems"] + [f"pass@{k}" for k in shown] + ["greedy"]
+    rows = [[name, str(e["problems"])] + [f"{100 * e[f'pass@{k}']:.1f}" if f"pass@{k}" in e else "-" for k in shown]
+            + [f"{100 * e['greedy_acc']:.1f}" if "greedy_acc" in e else "-"] for name, e in summary["benchmarks"].items()]
+    w = summary["overall"]["weighted"]
+    rows.append(["overall (weighted)", str(summary["overall"]["problems"])]
+                + [f"{100 * w[f'pass@{k}']:.1f}" if f"pass@{k}" in w else "-" for k in shown]
+                + [f"{100 * w['greedy_acc']:.1f}" if "greedy_acc" in w else "-"])
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(wd) for c, wd in zip(r, widths)))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m launch.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = parser.add_argument_group("what to score")
+    src.add_argument("--data", nargs="+", default=[], help="verl parquet files (python -m launch.data convert)")
+    src.add_argument("--backend", choices=["vllm", "hf", "stub"], help="generator for --data (default: hf)")
+    src.add_argument("--model", help="model path (vllm, hf)")
+    src.add_argument("--stub-generations", help="JSONL of responses per problem index (--backend stub)")
+    src.add_argument("--generations", help="score a generations JSONL as it is (no --data, no generation)")
+    src.add_argument("--limit", type=int, help="first N problems of each --data file")
+    gen = parser.add_argument_group("sampling")
+    gen.add_argument("--n", type=int, default=16, help="samples per problem (256 in 001 and 004)")
+    gen.add_argument("--temperature", type=float, default=0.6)
+    gen.add_argument("--top-p", type=float, default=0.95)
+    gen.add_argument("--max-new-tokens", type=int, default=4096)
+    gen.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also a greedy response")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--batch-size", type=int, default=8, help="hf: sequences per generate call")
+    gen.add_argument("--tp", type=int, default=1, help="vllm: tensor-parallel size")
+    gen.add_argument("--max-model-len", type=int, help="vllm: context length")
+    sc = parser.add_argument_group("scoring and output")
+    sc.add_argument("--k", type=int, nargs="+", help="k values (default: 1, 2, 4, ... up to the samples per problem)")
+    sc.add_argument("--boxed-only", action="store_true", help="only \\boxed{} answers count")
+    sc.add_argument("--timeout-s", type=float, help="hard limit on one symbolic comparison (default 3)")
+    sc.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1), help="scoring threads")
+    sc.add_argument("--training-log", nargs="+", default=[], help="verl file-logger JSONL or console logs to plot")
+    sc.add_argument("--out", default="runs/eval")
+    args = parser.parse_args(argv)
+
+    if not (args.data or args.generations or args.training_log):
+        parser.error("give --data (with --backend), --generations, or --training-log")
+    if args.data and args.generations:
+        parser.error("--data and --generations exclude each other")
+    backend = args.backend or "hf"
+    if args.data and backend in ("vllm", "hf") and not args.model:
+        parser.error(f"--backend {backend} needs --model")
+    if args.n < 1:
+        parser.error(f"--n must be positive, got {args.n}")
+    os.makedirs(args.out, exist_ok=True)
+    os.environ.setdefault("RLVR_VERIFY_WORKERS", str(max(1, min(args.workers, os.cpu_count() or 1))))
+    result: dict[str, Any] = {}
+
+    if args.data or args.generations:
+        if args.generations:
+            records = read_generations(args.generations)
+        else:
+            records = generate(args.model or "", args.data, args.n, backend, args.temperature, args.top_p,
+                               args.max_new_tokens, greedy=args.greedy, seed=args.seed, batch_size=args.batch_size,
+                               tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
+                               stub_generations=args.stub_generations, limit=args.limit)
+            _write_jsonl(os.path.join(args.out, "generations.jsonl"), records)
+        scores = score_records(records, args.workers, args.boxed_only, args.timeout_s)
+        _write_jsonl(os.path.join(args.out, "scores.jsonl"), scores)
+        n_min = min(s["n"] for s in scores)
+        ks = args.k or default_ks(n_min)
+        too_big = [k for k in ks if k > max(s["n"] for s in scores)]
+        if too_big:
+            print(f"[evaluate] warning: k {too_big} exceed the samples per problem; left out", file=sys.stderr)
+        summary = summarise(scores, ks)
+        summary["settings"] = {
+            "source": args.generations or args.data, "backend": None if args.generations else backend,
+            "model": args.model, "n": None if args.generations else args.n, "temperature": args.temperature,
+            "top_p": args.top_p, "max_new_tokens": args.max_new_tokens, "greedy": args.greedy, "seed": args.seed,
+            "boxed_only": args.boxed_only,
+        }
         with open(os.path.join(args.out, "passk.json"), "w") as f:
             json.dump(summary, f, indent=2)
-        plot_pass_at_k(summary, args.k, os.path.join(args.out, "passk.png"))
-        print(json.dumps(summary["overall"], indent=1))
-        print(f"wrote {args.out}/passk.json and passk.png")
+        from launch.plots import plot_pass_at_k
+
+        plot_pass_at_k(summary, os.path.join(args.out, "passk.png"))
+        _print_table(summary)
+        print(f"[evaluate] wrote {args.out}/scores.jsonl, passk.json, passk.png", flush=True)
+        result["summary"] = summary
+
     if args.training_log:
-        keys = plot_training(read_training_log(args.training_log), os.path.join(args.out, "training.png"))
-        print(f"wrote {args.out}/training.png ({', '.join(keys)})")
+        from launch.plots import plot_training_curves
+        from launch.training_log import read_training_log
+
+        runs = {os.path.splitext(os.path.basename(p))[0]: read_training_log(p) for p in args.training_log}
+        chosen = plot_training_curves(runs, os.path.join(args.out, "training.png"))
+        for run, panels in chosen.items():
+            print(f"[evaluate] {run}: " + ", ".join(f"{k} <- {v}" for k, v in panels.items()))
+        print(f"[evaluate] wrote {args.out}/training.png", flush=True)
+        result["training"] = chosen
+    return result
 
 
 if __name__ == "__main__":

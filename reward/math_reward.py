@@ -1,232 +1,159 @@
-"""Verifiable math rewards: answer extraction, equivalence, format and length-shaped rewards.
+"""Verifiable math reward for verl: accuracy, format, cosine-scaled accuracy and their weighted sum.
 
-- Extraction (ACR paper, App. A.3): the last ``\\boxed{...}`` (nested braces), else "The answer is ...", else the
-  last number.
-- Equivalence: math-verify (LaTeX/expression parsing, sets, intervals, units normalisation) with a SymPy fallback
-  and a 1e-6 numeric tolerance.
-- Format rewards: ``<think>...</think><answer>...</answer>`` (CW-GRPO paper, Sec. 3 setup), the ``\\n</think>\\n``
-  delimiter (AAPO paper, App. C), a boxed final answer.
-- Cosine-scaled accuracy (AAPO paper, App. C, Eq. 9-10) and weighted combinations (AAPO Alg. 1).
+Use it from verl's stock command line (keys of verl 0.9.1's ``ppo_trainer.yaml``)::
 
-Hostile input never hangs a reward worker and never raises: answers longer than :data:`MAX_ANSWER_CHARS`, nested
-deeper than :data:`MAX_DEPTH`, or with exponent towers are compared as normalised strings only; math-verify's own
-signal-based timeouts are used on the main thread and switched off elsewhere (signals only work there), where the
-input guards bound the work instead.
+    reward.custom_reward_function.path=pkg://reward.math_reward     # or the path of this file
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.recipe=aapo_1p5b   # optional, see RECIPES
+
+verl calls ``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...)`` with the
+``reward_kwargs`` merged in, from a thread pool; the returned dict's ``score`` is the reward and every other key is
+logged (``acc`` and each component, for every sample).
+
+Components (each a function of the response and, for the accuracy ones, of its correctness):
+
+==========================  =======================================================================================
+``accuracy``                1 if the extracted answer (:mod:`reward.extract`) equals the ground truth
+                            (:mod:`reward.equivalence`), else 0 (000 App. A.3; 001 App. C.2; 002 App. C.1)
+``format_think_answer``     ``<think>..</think><answer>..</answer>`` (003 App. B-C)
+``format_think_delimiter``  exactly one ``\\n</think>\\n`` (002 App. C.1)
+``format_boxed``            a complete ``\\boxed{}`` final answer
+``cosine_scaled_accuracy``  :func:`cosine_scaled_accuracy` (002 App. C.1, Eq. 9-10)
+==========================  =======================================================================================
 """
 
 from __future__ import annotations
 
+import logging
 import math
-import re
-import threading
-from typing import Any, Optional
+import os
+import sys
+from typing import Any, Callable, Mapping, Optional
 
-#: Longest extracted answer handed to a symbolic parser.
-MAX_ANSWER_CHARS = 200
-#: Deepest brace/parenthesis nesting handed to a symbolic parser.
-MAX_DEPTH = 12
-#: Longest response scanned for an answer (the tail is kept: answers come last).
-MAX_RESPONSE_CHARS = 20_000
-NUMERIC_TOL = 1e-6
+try:  # loaded by file path from a checkout that is not installed: make the package importable
+    import reward.extract  # noqa: F401
+except ImportError:  # pragma: no cover
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
-_ANSWER_IS = re.compile(r"answer is[:\s]*\$?([^\n$]+?)\$?\s*(?:\.\s|\.$|$|\n)", re.IGNORECASE)
-_TOWER = re.compile(r"(\^|\*\*)[^+\-*/=]*(\^|\*\*)")
-_BIG_POWER = re.compile(r"(\^|\*\*)\s*\{?\s*\d{4,}")
+import numpy as np
 
+from reward import formats
+from reward.equivalence import DEFAULT_TIMEOUT_S, is_equivalent
+from reward.extract import extract_answer
 
-def _last_boxed(text: str) -> Optional[str]:
-    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` with balanced nested braces, or None."""
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start < 0:
-        return None
-    i = text.find("{", start)
-    if i < 0:
-        rest = text[start + len("\\boxed") :].strip()  # "\boxed 5"
-        return rest.split()[0] if rest else None
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1 : j]
-    return None
+logger = logging.getLogger(__name__)
 
-
-def extract_answer(response: str) -> Optional[str]:
-    """The final answer of a response: last boxed, else "The answer is ...", else the last number (App. A.3)."""
-    if not isinstance(response, str) or not response:
-        return None
-    text = response[-MAX_RESPONSE_CHARS:]
-    if "<answer>" in text:
-        inner = text[text.rfind("<answer>") + len("<answer>") :].split("</answer>")[0]
-        boxed = _last_boxed(inner)
-        return (boxed if boxed is not None else inner).strip() or None
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        return boxed.strip()
-    matches = _ANSWER_IS.findall(text)
-    if matches:
-        return matches[-1].strip()
-    numbers = _NUMBER.findall(text)
-    return numbers[-1].replace(",", "") if numbers else None
-
-
-def _normalise(s: str) -> str:
-    s = s.strip().strip("$").strip()
-    s = re.sub(r"\\(?:text|mathrm|mbox)\{([^{}]*)\}", r"\1", s)
-    s = re.sub(r"\\[,;:! ]|\\left|\\right|\s+", "", s)
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("^\\circ", "").replace("^{\\circ}", "")
-    s = s.replace("\\%", "").replace("%", "").rstrip(".")
-    return s
-
-
-def _depth(s: str) -> int:
-    depth = best = 0
-    for c in s:
-        if c in "{([":
-            depth += 1
-            best = max(best, depth)
-        elif c in "})]":
-            depth -= 1
-    return best
-
-
-def _parsable(s: str) -> bool:
-    return len(s) <= MAX_ANSWER_CHARS and _depth(s) <= MAX_DEPTH and not _TOWER.search(s) and not _BIG_POWER.search(s)
-
-
-def _to_float(s: str) -> Optional[float]:
-    s = _normalise(s).replace(",", "")
-    m = re.fullmatch(r"\\frac\{(-?\d+(?:\.\d+)?)\}\{(-?\d+(?:\.\d+)?)\}", s) or re.fullmatch(
-        r"(-?\d+(?:\.\d+)?)/(-?\d+(?:\.\d+)?)", s
-    )
-    try:
-        if m:
-            return float(m.group(1)) / float(m.group(2))
-        return float(s)
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def _math_verify(pred: str, gold: str) -> Optional[bool]:
-    try:
-        from math_verify import parse, verify
-    except ImportError:  # pragma: no cover
-        return None
-    main = threading.current_thread() is threading.main_thread()
-    timeout = 3 if main else None
-    try:
-        g = parse(f"${gold}$", parsing_timeout=timeout)
-        p = parse(f"${pred}$", parsing_timeout=timeout)
-        if not g or not p:
-            return None
-        return bool(verify(g, p, timeout_seconds=timeout))
-    except Exception:
-        return None
-
-
-def _sympy_equal(pred: str, gold: str) -> Optional[bool]:
-    try:
-        import sympy
-        from sympy.parsing.sympy_parser import parse_expr, standard_transformations
-
-        def conv(s: str):
-            s = _normalise(s)
-            s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"((\1)/(\2))", s)
-            s = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", s).replace("\\pi", "pi").replace("^", "**")
-            s = s.replace("\\cdot", "*").replace("\\times", "*")
-            if "\\" in s:
-                raise ValueError(s)
-            return parse_expr(s, transformations=standard_transformations, evaluate=True)
-
-        diff = sympy.simplify(conv(pred) - conv(gold))
-        value = complex(sympy.N(diff))
-        return abs(value) <= NUMERIC_TOL
-    except Exception:
-        return None
-
-
-def is_equivalent(pred: Optional[str], gold: Any) -> bool:
-    """Whether answer ``pred`` equals ``gold``: string match after normalisation, numeric within 1e-6, then
-    math-verify, then SymPy. Never raises; hostile input falls back to the string comparison."""
-    try:
-        if pred is None or gold is None:
-            return False
-        gold = str(gold)
-        gold_boxed = _last_boxed(gold)
-        gold = gold_boxed if gold_boxed is not None else gold
-        a, b = _normalise(str(pred)), _normalise(gold)
-        if a == b:
-            return True
-        if not (_parsable(a) and _parsable(b)):
-            return False
-        fa, fb = _to_float(a), _to_float(b)
-        if fa is not None and fb is not None:
-            return math.isclose(fa, fb, rel_tol=NUMERIC_TOL, abs_tol=NUMERIC_TOL)
-        verdict = _math_verify(str(pred), gold)
-        if verdict is None or verdict is False:
-            sym = _sympy_equal(str(pred), gold)
-            return bool(sym) if sym is not None else bool(verdict)
-        return True
-    except Exception:
-        return False
-
-
-def accuracy_reward(response: str, ground_truth: Any) -> float:
-    """1.0 when the extracted answer equals the ground truth, else 0.0."""
-    return 1.0 if is_equivalent(extract_answer(response), ground_truth) else 0.0
-
-
-_THINK_ANSWER = re.compile(r"^\s*<think>.*?</think>\s*<answer>.*?</answer>\s*$", re.DOTALL)
-
-
-def format_reward_think_answer(response: str) -> float:
-    """1.0 for ``<think>...</think><answer>...</answer>`` with exactly one pair of each tag (CW-GRPO setup)."""
-    if not isinstance(response, str) or len(response) > 4 * MAX_RESPONSE_CHARS:
-        return 0.0
-    counts = [response.count(t) for t in ("<think>", "</think>", "<answer>", "</answer>")]
-    return 1.0 if counts == [1, 1, 1, 1] and _THINK_ANSWER.match(response) else 0.0
-
-
-def format_reward_think_delimiter(response: str) -> float:
-    """1.0 when the response contains the ``\\n</think>\\n`` delimiter (AAPO paper, App. C format reward)."""
-    return 1.0 if isinstance(response, str) and "\n</think>\n" in response else 0.0
-
-
-def format_reward_boxed(response: str) -> float:
-    """1.0 when the response ends its reasoning with a ``\\boxed{...}`` answer."""
-    return 1.0 if isinstance(response, str) and _last_boxed(response[-MAX_RESPONSE_CHARS:]) is not None else 0.0
+#: Cosine-scaled accuracy defaults: 002 App. C.1 gives the form but not the values; these are the defaults of the
+#: open-source reward it follows (open-r1's ``get_cosine_scaled_reward``; length in characters, L = 1000).
+COSINE_DEFAULTS: dict[str, float] = {
+    "min_value_correct": 0.5,
+    "max_value_correct": 1.0,
+    "min_value_wrong": -1.0,
+    "max_value_wrong": -0.5,
+    "max_len": 1000.0,
+}
 
 
 def cosine_scaled_accuracy(
-    correct: bool,
-    length: int,
-    max_length: int = 1000,
-    min_value_correct: float = 0.5,
-    max_value_correct: float = 1.0,
-    min_value_wrong: float = -1.0,
-    max_value_wrong: float = -0.5,
-) -> float:
-    """Cosine-scaled accuracy (AAPO paper, App. C, Eq. 9-10): correct answers earn more when shorter, wrong ones are
-    penalised less when longer. ``l / L`` is clipped to 1. Defaults are the widely used open-source values (the
-    paper does not list its alphas)."""
-    progress = min(max(length, 0) / max(max_length, 1), 1.0)
-    cos = math.cos(math.pi * progress)
-    if correct:
-        return min_value_correct + 0.5 * (max_value_correct - min_value_correct) * (1.0 + cos)
-    return max_value_wrong + 0.5 * (min_value_wrong - max_value_wrong) * (1.0 + cos)
+    correct: Any,
+    length: Any,
+    max_len: float = COSINE_DEFAULTS["max_len"],
+    min_value_correct: float = COSINE_DEFAULTS["min_value_correct"],
+    max_value_correct: float = COSINE_DEFAULTS["max_value_correct"],
+    min_value_wrong: float = COSINE_DEFAULTS["min_value_wrong"],
+    max_value_wrong: float = COSINE_DEFAULTS["max_value_wrong"],
+) -> Any:
+    """Cosine-scaled accuracy (AAPO, 002 App. C.1, Eq. 9-10), scalar or vectorised over numpy arrays.
+
+    ``R_correct(l) = a_min^c + (a_max^c - a_min^c) (1 + cos(pi l/L)) / 2``: shorter correct answers earn more.
+    ``R_wrong(l)   = a_max^w + (a_min^w - a_max^w) (1 + cos(pi l/L)) / 2``: longer wrong answers lose less.
+    ``l/L`` is clipped to [0, 1] (the equation's domain; an unclipped cosine would rise again past L).
+    """
+    if max_len <= 0:
+        raise ValueError(f"cosine max_len must be > 0, got {max_len}")
+    progress = np.clip(np.asarray(length, dtype=np.float64) / float(max_len), 0.0, 1.0)
+    half = 0.5 * (1.0 + np.cos(np.pi * progress))
+    good = min_value_correct + (max_value_correct - min_value_correct) * half
+    bad = max_value_wrong + (min_value_wrong - max_value_wrong) * half
+    out = np.where(np.asarray(correct, dtype=bool), good, bad)
+    return float(out) if out.ndim == 0 else out
 
 
-#: Weighted reward recipes: name -> {component: weight} (AAPO App. C: format 1 + cosine 2 for the 1.5B run).
-REWARD_RECIPES: dict[str, dict[str, float]] = {
+#: Weighted reward recipes (``reward_kwargs.recipe``): component -> weight.
+RECIPES: dict[str, dict[str, float]] = {
+    # binary accuracy: ACR/AVSPO (000 App. A.3), A-GRAE (001 App. C.2), two-stage (004), AAPO 7B and Llama (002 C.2)
     "accuracy": {"accuracy": 1.0},
-    "accuracy_format": {"accuracy": 1.0, "format_think_answer": 1.0},
+    # CW-GRPO: accuracy plus format (003 App. C; the paper gives no weights, 1:1 here)
+    "cw_grpo": {"accuracy": 1.0, "format_think_answer": 1.0},
+    # AAPO, DeepSeek-R1-Distill-Qwen-1.5B on Open-RS: format 1, cosine-scaled accuracy 2 (002 App. C.2)
     "aapo_1p5b": {"format_think_delimiter": 1.0, "cosine_scaled_accuracy": 2.0},
 }
+
+COMPONENTS: tuple[str, ...] = (
+    "accuracy",
+    "format_think_answer",
+    "format_think_delimiter",
+    "format_boxed",
+    "cosine_scaled_accuracy",
+)
+
+#: Keyword arguments verl itself may pass to a reward function (accepted and ignored).
+_VERL_KWARGS = frozenset(
+    {"reward_router_address", "reward_model_tokenizer", "sandbox_fusion_url", "concurrent_semaphore", "memory_limit_mb"}
+)
+_OPTIONS = frozenset({"recipe", "weights", "boxed_only", "timeout_s"} | {f"cosine_{k}" for k in COSINE_DEFAULTS})
+
+
+def resolve_weights(recipe: str = "accuracy", weights: Optional[Mapping[str, float]] = None) -> dict[str, float]:
+    """The component weights of ``recipe``, or ``weights`` when given; unknown names raise ``ValueError``."""
+    if weights:
+        resolved = {str(k): float(v) for k, v in dict(weights).items()}
+    elif recipe in RECIPES:
+        resolved = dict(RECIPES[recipe])
+    else:
+        raise ValueError(f"reward_kwargs.recipe={recipe!r} is unknown; known: {sorted(RECIPES)}")
+    unknown = sorted(set(resolved) - set(COMPONENTS))
+    if unknown:
+        raise ValueError(f"reward_kwargs.weights has unknown component(s) {unknown}; known: {list(COMPONENTS)}")
+    bad = [k for k, v in resolved.items() if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"reward_kwargs.weights must be finite numbers; {bad} are not")
+    return resolved
+
+
+def is_correct(
+    response: str, ground_truth: Any, boxed_only: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> bool:
+    """Whether the final answer of ``response`` equals ``ground_truth`` (never raises)."""
+    return is_equivalent(extract_answer(response, boxed_only=boxed_only), ground_truth, timeout_s=timeout_s)
+
+
+def score_components(
+    response: str,
+    ground_truth: Any,
+    boxed_only: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    cosine: Optional[Mapping[str, float]] = None,
+) -> dict[str, float]:
+    """Every component of :data:`COMPONENTS` for one response (never raises: failures score 0)."""
+    cos_kwargs = {**COSINE_DEFAULTS, **(cosine or {})}
+    text = response if isinstance(response, str) else ""
+    correct = is_correct(text, ground_truth, boxed_only, timeout_s)
+    checks: dict[str, Callable[[], float]] = {
+        "accuracy": lambda: float(correct),
+        "format_think_answer": lambda: formats.think_answer(text),
+        "format_think_delimiter": lambda: formats.think_delimiter(text),
+        "format_boxed": lambda: formats.boxed(text),
+        "cosine_scaled_accuracy": lambda: cosine_scaled_accuracy(correct, len(text), **cos_kwargs),
+    }
+    out = {}
+    for name, check in checks.items():
+        try:
+            out[name] = float(check())
+        except Exception:  # noqa: BLE001 - a reward worker must not die on one response
+            logger.debug("reward component %s failed", name, exc_info=True)
+            out[name] = 0.0
+    return out
 
 
 def compute_score(
@@ -234,32 +161,33 @@ def compute_score(
     solution_str: str = "",
     ground_truth: Any = None,
     extra_info: Optional[dict] = None,
-    recipe: str = "accuracy",
-    weights: Optional[dict] = None,
-    max_length: int = 1000,
     **kwargs: Any,
 ) -> dict[str, float]:
-    """verl custom reward function: ``reward.custom_reward_function.path=<this file>`` (``name=compute_score``),
-    options through ``reward.custom_reward_function.reward_kwargs`` (``recipe``, ``weights``, ``max_length``).
+    """verl custom reward function (``reward.custom_reward_function``).
+
+    Options (``reward.custom_reward_function.reward_kwargs``): ``recipe`` (a key of :data:`RECIPES`, default
+    ``accuracy``), ``weights`` (component -> weight, replaces the recipe), ``boxed_only`` (only boxed answers
+    count), ``timeout_s`` (hard limit on one symbolic comparison, default 3), ``cosine_max_len``,
+    ``cosine_min_value_correct``, ``cosine_max_value_correct``, ``cosine_min_value_wrong``,
+    ``cosine_max_value_wrong`` (:func:`cosine_scaled_accuracy`). An unknown option raises ``ValueError``; no
+    response ever does.
 
     Returns:
-        ``{"score": weighted sum, "acc": 0/1, <component>: value, ...}``: verl logs the extra keys.
+        ``{"score": sum_k w_k * component_k, "acc": accuracy, <every component>: value}``.
     """
-    try:
-        weights = dict(weights) if weights else dict(REWARD_RECIPES[recipe])
-    except KeyError:
-        raise ValueError(f"unknown reward recipe {recipe!r}; known: {sorted(REWARD_RECIPES)}") from None
-    correct = accuracy_reward(solution_str, ground_truth) > 0
-    length = (extra_info or {}).get("response_length") or len(solution_str or "")
-    components = {
-        "accuracy": float(correct),
-        "format_think_answer": format_reward_think_answer(solution_str),
-        "format_think_delimiter": format_reward_think_delimiter(solution_str),
-        "format_boxed": format_reward_boxed(solution_str),
-        "cosine_scaled_accuracy": cosine_scaled_accuracy(correct, int(length), max_length),
-    }
-    unknown = set(weights) - set(components)
+    unknown = sorted(set(kwargs) - _OPTIONS - _VERL_KWARGS)
     if unknown:
-        raise ValueError(f"unknown reward component(s) {sorted(unknown)}; known: {sorted(components)}")
-    score = sum(w * components[k] for k, w in weights.items())
-    return {"score": float(score), "acc": float(correct), **{k: components[k] for k in weights}}
+        raise ValueError(f"unknown reward_kwargs {unknown}; known: {sorted(_OPTIONS)}")
+    weights = resolve_weights(kwargs.get("recipe", "accuracy"), kwargs.get("weights"))
+    cosine = {k[len("cosine_") :]: float(v) for k, v in kwargs.items() if k.startswith("cosine_")}
+    if cosine.get("max_len", 1.0) <= 0:
+        raise ValueError(f"reward_kwargs.cosine_max_len must be > 0, got {cosine['max_len']}")
+    components = score_components(
+        solution_str,
+        ground_truth,
+        boxed_only=bool(kwargs.get("boxed_only", False)),
+        timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        cosine=cosine,
+    )
+    score = sum(w * components[name] for name, w in weights.items())
+    return {"score": float(score), "acc": components["accuracy"], **components}

@@ -1,0 +1,346 @@
+"""Whether an extracted answer equals the ground truth.
+
+Three stages, cheapest first (ACR paper 000, App. A.3: rule-based parsing, SymPy verification, 1e-6 tolerance):
+
+1. normalised strings equal (``\\dfrac``/``\\frac``, ``\\left``/``\\right``, spacing, ``$``, ``\\text{}`` units,
+   degrees, percent signs, thousands commas, a trailing period);
+2. both plain numbers (integers, decimals, ``a/b``, ``\\frac{a}{b}``): exact for integers and fractions, within
+   :data:`NUMERIC_TOL` (relative above 1, absolute below) when a decimal is involved;
+3. symbolic: math-verify (sets, intervals, matrices, equations, LaTeX) and, where it says no, a SymPy fallback
+   (numeric difference within :data:`NUMERIC_TOL`, or ``simplify(a - b) == 0``).
+
+Stage 3 runs in a killable worker process (:mod:`reward.sandbox`) with a hard time limit, because math-verify's
+own timeout uses ``signal.alarm``, which only works on a process's main thread, and verl's reward loop calls the
+reward from worker threads. Before any symbolic work, answers longer than :data:`MAX_ANSWER_CHARS`, nested deeper
+than :data:`MAX_NESTING`, with exponent towers or huge literal exponents are rejected outright. Where no worker
+process can run (``RLVR_VERIFY_SANDBOX=0``, no ``fork``/``exec``), stage 3 runs in-process: under math-verify's
+signal timeouts on the main thread, and with stricter guards only on other threads.
+
+:func:`is_equivalent` never raises and returns ``False`` for anything it cannot decide in time.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+import signal
+import threading
+from fractions import Fraction
+from typing import Any, Optional, Union
+
+from reward import sandbox
+from reward.extract import last_boxed
+
+#: Numeric tolerance of the ACR paper's verifier (App. A.3): relative above magnitude 1, absolute below.
+NUMERIC_TOL = 1e-6
+#: Longest normalised answer given to a symbolic parser.
+MAX_ANSWER_CHARS = 512
+#: Deepest ``{ ( [`` nesting given to a symbolic parser.
+MAX_NESTING = 24
+#: Largest literal exponent given to a symbolic parser (``10^{100000000}`` is refused).
+MAX_EXPONENT = 10_000
+#: Default hard limit on one symbolic comparison, seconds.
+DEFAULT_TIMEOUT_S = 3.0
+
+Number = Union[Fraction, float]
+_TOL = Fraction(1, 10**6)
+
+_WORKER_ENTRY = "reward.equivalence:symbolic_equal"
+#: A first comparison each worker runs before it takes requests (warms SymPy's and the LaTeX parser's caches).
+SANDBOX_WARMUP = {"pred": "\\frac{\\sqrt{2}}{2}+x^2", "gold": "(x+1)^2 \\cup [1, 3)", "budget_s": 30.0}
+
+
+class _DropDisabledTimeoutNotice(logging.Filter):
+    """math-verify warns when its signal timeouts are off; here that is deliberate (the limit is enforced outside)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Timeout is disabled")
+
+
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_DropDisabledTimeoutNotice())
+
+# --------------------------------------------------------------------------------------------------------------
+# normalisation
+
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
+_UNIT_WORDS = (
+    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|kilometers?|inches|inch|"
+    r"in|feet|foot|ft|yards?|miles?|degrees?|deg|radians?|dollars?|cents?|hours?|hrs?|minutes?|mins?|seconds?|"
+    r"secs?|s|days?|weeks?|months?|years?|kg|g|grams?|kilograms?|pounds?|lbs?|ounces?|oz|liters?|litres?|ml|"
+    r"gallons?|mph|km/h|people|students|apples|cookies|marbles|pages|points)"
+)
+_TRAILING_UNIT = re.compile(r"^(-?[\d.,/]+|\\frac\{[^{}]*\}\{[^{}]*\})\s*(?:\\,|\\;|\\ |~)*\s*" + _UNIT_WORDS + r"\.?$")
+_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?=([^=<>]+)$")
+
+
+def _strip_delimiters(s: str) -> str:
+    s = s.strip()
+    changed = True
+    while changed and s:
+        changed = False
+        for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+            if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
+                s = s[len(left) : len(s) - len(right)].strip()
+                changed = True
+    return s
+
+
+def normalise(answer: Any) -> str:
+    """A canonical string form of an answer, for string and numeric comparison (never raises)."""
+    s = _strip_delimiters(str(answer))
+    boxed = last_boxed(s) if "\\boxed" in s or "\\fbox" in s else None
+    if boxed is not None:
+        s = _strip_delimiters(boxed)
+    s = s.replace("\\displaystyle", "").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = re.sub(r"\\left\b|\\right\b|\\!|\\,|\\;|\\:|\\ ", " ", s)
+    s = s.replace("^{\\circ}", "").replace("^\\circ", "").replace("\\circ", "").replace("°", "")
+    s = s.replace("\\%", "").replace("%", "").replace("\\$", "").replace("$", "")
+    whole_text = re.fullmatch(r"\s*" + _TEXT_CMD.pattern + r"\s*", s)
+    if whole_text:  # \text{Monday} -> Monday
+        s = whole_text.group(1)
+    s = re.sub(r"(?<=[\d}])\s*" + _TEXT_CMD.pattern + r"\s*$", "", s)  # 10\text{ cm} -> 10
+    s = _TEXT_CMD.sub(r"\1", s)
+    unit = _TRAILING_UNIT.match(s.strip())
+    if unit:  # 12 inches -> 12
+        s = unit.group(1)
+    s = re.sub(r"\s+", "", s).rstrip(".")
+    s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)  # \frac12 -> \frac{1}{2}
+    if _THOUSANDS.match(s):
+        s = s.replace(",", "")
+    return s
+
+
+def parse_number(s: str) -> Optional[tuple[Number, bool]]:
+    """A normalised plain number as ``(value, exact)``; ``exact`` is False for decimals. None otherwise."""
+    assignment = _ASSIGNMENT.match(s)
+    if assignment:
+        s = assignment.group(1)
+    m = re.fullmatch(r"(-?)\\frac\{(-?\d+)\}\{(-?\d+)\}", s) or re.fullmatch(r"(-?)(-?\d+)/(-?\d+)", s)
+    try:
+        if m:
+            value = Fraction(int(m.group(2)), int(m.group(3)))
+            return (-value if m.group(1) else value), True
+        if re.fullmatch(r"-?\d+", s):
+            return Fraction(int(s)), True
+        if re.fullmatch(r"-?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d{1,3})?|-?\d+[eE][-+]?\d{1,3}", s):
+            return Fraction(s), False
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return None
+
+
+def numbers_close(a: Number, b: Number, exact: bool = True) -> bool:
+    """Equal if both are exact; else ``|a - b| <= NUMERIC_TOL * max(1, |b|)``."""
+    if exact:
+        return a == b
+    a, b = Fraction(a), Fraction(b)  # exact arithmetic: no overflow for 1e999, no rounding at the boundary
+    return abs(a - b) <= _TOL * max(Fraction(1), abs(b))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# input guards
+
+
+def _nesting(s: str) -> int:
+    depth = best = 0
+    for c in s:
+        if c in "{([":
+            depth += 1
+            if depth > best:
+                best = depth
+        elif c in "})]":
+            depth = max(0, depth - 1)
+    return best
+
+
+_BIG_EXPONENT = re.compile(r"(?:\^|\*\*)\s*\{?\s*\(?\s*-?(\d+)")
+_NUMERIC_TOWER = re.compile(r"(\d+)\s*(?:\^|\*\*)\s*\{?\s*\(?\s*(\d+)\s*(?:\^|\*\*)\s*\{?\s*\(?\s*(\d+)")
+_TOWER3 = re.compile(r"\^[^+\-*/=,;]*?\^[^+\-*/=,;]*?\^")
+_TOWER2 = re.compile(r"\^[^+\-*/=,;]*?\^")
+_BIG_FACTORIAL = re.compile(r"\d{3,}\s*!|\\(?:Gamma|prod|sum)\b")
+
+
+def is_safe_for_symbolic(s: str, strict: bool = False) -> bool:
+    """Whether ``s`` may be handed to a symbolic parser: short, shallow, no exponent towers or huge exponents.
+
+    ``strict`` (used when no killable worker is available, off the main thread) also quarters the length, thirds
+    the nesting, caps literal exponents at 100 and refuses two-level towers, factorials of 3+ digit numbers, sums
+    and products.
+    """
+    max_chars, max_nesting, max_exponent = (MAX_ANSWER_CHARS, MAX_NESTING, MAX_EXPONENT)
+    if strict:
+        max_chars, max_nesting, max_exponent = (MAX_ANSWER_CHARS // 4, MAX_NESTING // 3, 100)
+    if len(s) > max_chars or _nesting(s) > max_nesting or _TOWER3.search(s):
+        return False
+    for m in _BIG_EXPONENT.finditer(s):
+        if len(m.group(1)) > 6 or int(m.group(1)) > max_exponent:
+            return False
+    for m in _NUMERIC_TOWER.finditer(s):  # a^b^c: b^c is the real exponent
+        b, c = int(m.group(2)[:7]), int(m.group(3)[:7])
+        if b > 1 and c * math.log10(b) > math.log10(max_exponent):
+            return False
+    if strict and (_TOWER2.search(s) or _BIG_FACTORIAL.search(s) or s.count("^") > 8):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------------------
+# symbolic comparison (runs in a worker process, or in-process as a fallback)
+
+
+class _Alarm:
+    """``signal.setitimer`` deadline on the main thread; a no-op elsewhere or when ``seconds`` is None.
+
+    On expiry :class:`_Alarm.Expired` is raised in the running code and re-raised every 50 ms until the block is
+    left: an exception raised inside a garbage-collector callback, or swallowed by a bare ``except`` in SymPy, would
+    otherwise be lost. Callers catch ``Expired`` around the ``with`` block (it can surface from ``__exit__`` too).
+    """
+
+    class Expired(BaseException):
+        pass
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        self.seconds = seconds
+        self.active = seconds is not None and threading.current_thread() is threading.main_thread()
+        self.done = False
+
+    def _fire(self, signum, frame):  # noqa: ARG002
+        if self.done:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        raise _Alarm.Expired()
+
+    def __enter__(self) -> "_Alarm":
+        if self.active:
+            self.previous = signal.signal(signal.SIGALRM, self._fire)
+            signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.01))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done = True
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def _to_sympy(s: str):
+    import sympy
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        implicit_multiplication_application,
+        parse_expr,
+        standard_transformations,
+    )
+
+    try:
+        from latex2sympy2_extended import latex2sympy
+
+        return latex2sympy(s)
+    except Exception:
+        pass
+    if "\\" in s or "=" in s:
+        return None
+    transformations = standard_transformations + (implicit_multiplication_application, convert_xor)
+    try:
+        return parse_expr(s, transformations=transformations, evaluate=True, local_dict={"pi": sympy.pi, "e": sympy.E})
+    except Exception:
+        return None
+
+
+def _sympy_equal(pred: str, gold: str) -> bool:
+    """SymPy fallback: numeric difference within :data:`NUMERIC_TOL`, else ``simplify(a - b) == 0``."""
+    import sympy
+
+    a, b = _to_sympy(pred), _to_sympy(gold)
+    if a is None or b is None:
+        return False
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return bool(a == b)
+    if a.is_Rational and b.is_Rational:
+        return bool(a == b)
+    if not a.free_symbols and not b.free_symbols:
+        va, vb = complex(sympy.N(a, 30)), complex(sympy.N(b, 30))
+        return abs(va - vb) <= NUMERIC_TOL * max(1.0, abs(vb))
+    return bool(sympy.simplify(a - b) == 0)
+
+
+def symbolic_equal(pred: str, gold: str, budget_s: Optional[float] = None) -> bool:
+    """math-verify's verdict, then the SymPy fallback (000 App. A.3). ``budget_s`` sets signal-based limits
+    (math-verify's own and an alarm around SymPy) and must be None off the main thread."""
+    from math_verify import parse, verify
+
+    on_main = threading.current_thread() is threading.main_thread()
+    seconds = None if budget_s is None or not on_main else max(1, int(budget_s / 3))
+    gold_parsed = parse(f"${gold}$", parsing_timeout=seconds)
+    pred_parsed = parse(f"${pred}$", parsing_timeout=seconds)
+    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=seconds):
+        return True
+    try:
+        with _Alarm(budget_s / 3 if budget_s is not None and on_main else None):
+            return _sympy_equal(pred, gold)
+    except _Alarm.Expired:
+        return False
+
+
+@functools.lru_cache(maxsize=65_536)
+def _symbolic_cached(pred: str, gold: str, timeout_s: float) -> bool:
+    """Symbolic verdict with a hard limit; raises :class:`sandbox.SandboxTimeout` (never cached) when late."""
+    try:
+        return bool(sandbox.call(_WORKER_ENTRY, {"pred": pred, "gold": gold, "budget_s": timeout_s}, timeout_s))
+    except sandbox.SandboxUnavailable:
+        pass
+    # In-process fallback: signal limits on the main thread; elsewhere only the strict guards bound the work.
+    on_main = threading.current_thread() is threading.main_thread()
+    if not on_main and not (is_safe_for_symbolic(pred, strict=True) and is_safe_for_symbolic(gold, strict=True)):
+        return False
+    return symbolic_equal(pred, gold, budget_s=timeout_s if on_main else None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# public entry
+
+
+def _as_golds(gold: Any) -> list[str]:
+    if gold is None:
+        return []
+    if isinstance(gold, (list, tuple)) or type(gold).__name__ == "ndarray":
+        return [str(g) for g in gold if g is not None]
+    return [str(gold)]
+
+
+def _equivalent_one(pred: str, gold: str, timeout_s: float) -> bool:
+    a, b = normalise(pred), normalise(gold)
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    na, nb = parse_number(a), parse_number(b)
+    if na is not None and nb is not None:
+        return numbers_close(na[0], nb[0], exact=na[1] and nb[1])
+    if not (is_safe_for_symbolic(a) and is_safe_for_symbolic(b)):
+        return False
+    pred_s = _strip_delimiters(last_boxed(pred) or pred) if len(pred) <= 4 * MAX_ANSWER_CHARS else a
+    gold_s = _strip_delimiters(last_boxed(gold) or gold) if len(gold) <= 4 * MAX_ANSWER_CHARS else b
+    try:
+        return _symbolic_cached(pred_s, gold_s, float(timeout_s))
+    except sandbox.SandboxTimeout:
+        return False
+
+
+def is_equivalent(pred: Optional[str], gold: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Whether answer ``pred`` equals ``gold`` (a string, a number, or a list of accepted answers).
+
+    Never raises; at most about ``timeout_s`` seconds of symbolic work per accepted answer; ``False`` when
+    undecidable in time.
+    """
+    try:
+        if pred is None:
+            return False
+        pred = str(pred)
+        return any(_equivalent_one(pred, g, timeout_s) for g in _as_golds(gold))
+    except Exception:
+        return False
