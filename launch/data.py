@@ -72,7 +72,9 @@ TEMPLATES: dict[str, PromptTemplate] = {
         "{question}\n" + _BOXED_INSTRUCTION,
         "two-stage paper (004 App. C.2), GRPO-N/GSPO-N; also used for ACR/AVSPO, whose paper gives no prompt",
     ),
-    "agrae": PromptTemplate(_BOXED_INSTRUCTION, "{question}", "A-GRAE, MATH runs: this as the system prompt (001 App. C.2)"),
+    "agrae": PromptTemplate(
+        _BOXED_INSTRUCTION, "{question}", "A-GRAE, MATH runs: this as the system prompt (001 App. C.2)"
+    ),
     "open_rs": PromptTemplate(
         _OPEN_RS_SYSTEM,
         "{question}",
@@ -144,7 +146,9 @@ DATASETS: dict[str, DatasetSpec] = {
     "minerva": DatasetSpec("math-ai/minervamath", "test", papers="000, 002, 003"),
     "olympiadbench": DatasetSpec("math-ai/olympiadbench", "test", papers="000, 002, 003"),
     "open_rs": DatasetSpec("knoveleng/open-rs", "train", papers="training set of 002 (1.5B) and 003"),
-    "deepscaler": DatasetSpec("agentica-org/DeepScaleR-Preview-Dataset", "train", papers="part of Open-RS (003 App. A)"),
+    "deepscaler": DatasetSpec(
+        "agentica-org/DeepScaleR-Preview-Dataset", "train", papers="part of Open-RS (003 App. A)"
+    ),
 }
 
 
@@ -245,7 +249,9 @@ def to_verl(
     if acol is None and scol is None:
         raise ValueError(f"{where}: no answer column; looked for {list(spec.answer)} and for a worked solution in "
                          f"{list(spec.solution)}, found {list(df.columns)} (name one with --answer-column)")
-    meta = {key: next((c for c in getattr(spec, key) if c in df.columns), None) for key in ("level", "subject", "source_id")}
+    meta = {
+        key: next((c for c in getattr(spec, key) if c in df.columns), None) for key in ("level", "subject", "source_id")
+    }
     rows, skipped = [], []
     records = df.to_dict("records")
     for i, raw in enumerate(records):

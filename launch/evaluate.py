@@ -176,17 +176,23 @@ class VLLMGenerator:
         self.tok = self.llm.get_tokenizer()
         self.temperature, self.top_p, self.max_new_tokens = temperature, top_p, max_new_tokens
 
-    def _texts(self, problems: Sequence[dict]) -> list[str]:
-        return [self.tok.apply_chat_template(p["prompt"], add_generation_prompt=True, tokenize=False) for p in problems]
+    def _prompts(self, problems: Sequence[dict]) -> list[dict[str, list[int]]]:
+        """Token ids of the chat-templated prompts (the template already holds any BOS: none is added again)."""
+        texts = [
+            self.tok.apply_chat_template(p["prompt"], add_generation_prompt=True, tokenize=False) for p in problems
+        ]
+        return [{"prompt_token_ids": self.tok(t, add_special_tokens=False)["input_ids"]} for t in texts]
 
     def sample(self, problems: Sequence[dict], n: int) -> list[list[str]]:
-        params = self.SamplingParams(n=n, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_new_tokens)
-        outputs = self.llm.generate(self._texts(problems), params)
+        params = self.SamplingParams(
+            n=n, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_new_tokens
+        )
+        outputs = self.llm.generate(self._prompts(problems), params)
         return [[o.text for o in out.outputs] for out in outputs]
 
     def greedy(self, problems: Sequence[dict]) -> list[str]:
         params = self.SamplingParams(n=1, temperature=0.0, max_tokens=self.max_new_tokens)
-        return [out.outputs[0].text for out in self.llm.generate(self._texts(problems), params)]
+        return [out.outputs[0].text for out in self.llm.generate(self._prompts(problems), params)]
 
 
 def _progress(what: str, done: int, total: int) -> None:
@@ -235,7 +241,8 @@ def generate(model: str, data_files: Sequence[str], n: int, backend: str = "hf",
 
 
 def read_generations(path: str) -> list[dict[str, Any]]:
-    """Records of a generations JSONL (``data_source``, ``ground_truth``, ``responses``; optional ``greedy``, ``index``)."""
+    """Records of a generations JSONL: ``data_source``, ``ground_truth``, ``responses``; optional ``greedy``,
+    ``index``."""
     records = []
     with open(path) as f:
         for line_no, line in enumerate(f, 1):
@@ -257,7 +264,7 @@ def read_generations(path: str) -> list[dict[str, Any]]:
 def score_records(records: Sequence[dict[str, Any]], workers: int = 4, boxed_only: bool = False,
                   timeout_s: Optional[float] = None) -> list[dict[str, Any]]:
     """Per problem ``data_source``, ``index``, ``n``, ``c`` (correct samples) and ``greedy_correct`` (or None)."""
-    from reward.equivalence import DEFAULT_TIMEOUT_S
+    from reward.equivalence import DEFAULT_TIMEOUT_S, warm_up
     from reward.math_reward import is_correct
 
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
@@ -268,6 +275,7 @@ def score_records(records: Sequence[dict[str, Any]], workers: int = 4, boxed_onl
     def check(job: tuple[int, str, Any]) -> bool:
         return is_correct(job[1], job[2], boxed_only=boxed_only, timeout_s=timeout)
 
+    warm_up()  # start the verification workers before the clock of the first symbolic check starts
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         verdicts = []
@@ -294,12 +302,13 @@ def _print_table(summary: dict) -> None:
     ks = summary["k"]
     shown = [k for k in ks if k in (1, 8, 32, 256) or k == ks[-1]] if len(ks) > 5 else ks
     head = ["benchmark", "problems"] + [f"pass@{k}" for k in shown] + ["greedy"]
-    rows = [[name, str(e["problems"])] + [f"{100 * e[f'pass@{k}']:.1f}" if f"pass@{k}" in e else "-" for k in shown]
-            + [f"{100 * e['greedy_acc']:.1f}" if "greedy_acc" in e else "-"] for name, e in summary["benchmarks"].items()]
-    w = summary["overall"]["weighted"]
-    rows.append(["overall (weighted)", str(summary["overall"]["problems"])]
-                + [f"{100 * w[f'pass@{k}']:.1f}" if f"pass@{k}" in w else "-" for k in shown]
-                + [f"{100 * w['greedy_acc']:.1f}" if "greedy_acc" in w else "-"])
+
+    def cells(entry: dict) -> list[str]:
+        keys = [f"pass@{k}" for k in shown] + ["greedy_acc"]
+        return [f"{100 * entry[key]:.1f}" if key in entry else "-" for key in keys]
+
+    rows = [[name, str(e["problems"])] + cells(e) for name, e in summary["benchmarks"].items()]
+    rows.append(["overall (weighted)", str(summary["overall"]["problems"])] + cells(summary["overall"]["weighted"]))
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(c.ljust(wd) for c, wd in zip(r, widths)))

@@ -29,8 +29,9 @@ def plot_pass_at_k(summary: Mapping[str, Any], path: str, title: Optional[str] =
         if not xs:
             continue
         problems = f" ({entry['problems']})" if "problems" in entry else ""
+        overall = name.startswith("overall")
         ax.plot(xs, [100 * entry[f"pass@{k}"] for k in xs], marker="o", markersize=3, label=f"{name}{problems}",
-                linestyle="--" if name.startswith("overall") else "-", color="black" if name.startswith("overall") else None)
+                linestyle="--" if overall else "-", color="black" if overall else None)
     if len(ks) > 1:
         ax.set_xscale("log", base=2)
     ax.set_xticks(ks)

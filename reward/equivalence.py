@@ -13,8 +13,8 @@ Stage 3 runs in a killable worker process (:mod:`reward.sandbox`) with a hard ti
 own timeout uses ``signal.alarm``, which only works on a process's main thread, and verl's reward loop calls the
 reward from worker threads. Before any symbolic work, answers longer than :data:`MAX_ANSWER_CHARS`, nested deeper
 than :data:`MAX_NESTING`, with exponent towers or huge literal exponents are rejected outright. Where no worker
-process can run (``RLVR_VERIFY_SANDBOX=0``, no ``fork``/``exec``), stage 3 runs in-process: under math-verify's
-signal timeouts on the main thread, and with stricter guards only on other threads.
+process can run (``RLVR_VERIFY_SANDBOX=0``, no ``fork``/``exec``), stage 3 runs in-process behind stricter guards,
+with math-verify's signal timeouts on top on the main thread.
 
 :func:`is_equivalent` never raises and returns ``False`` for anything it cannot decide in time.
 """
@@ -27,6 +27,7 @@ import math
 import re
 import signal
 import threading
+import time
 from fractions import Fraction
 from typing import Any, Optional, Union
 
@@ -167,7 +168,7 @@ _BIG_FACTORIAL = re.compile(r"\d{3,}\s*!|\\(?:Gamma|prod|sum)\b")
 def is_safe_for_symbolic(s: str, strict: bool = False) -> bool:
     """Whether ``s`` may be handed to a symbolic parser: short, shallow, no exponent towers or huge exponents.
 
-    ``strict`` (used when no killable worker is available, off the main thread) also quarters the length, thirds
+    ``strict`` (used when no killable worker is available) also quarters the length, thirds
     the nesting, caps literal exponents at 100 and refuses two-level towers, factorials of 3+ digit numbers, sums
     and products.
     """
@@ -274,13 +275,18 @@ def symbolic_equal(pred: str, gold: str, budget_s: Optional[float] = None) -> bo
     from math_verify import parse, verify
 
     on_main = threading.current_thread() is threading.main_thread()
-    seconds = None if budget_s is None or not on_main else max(1, int(budget_s / 3))
+    limited = budget_s is not None and on_main
+    seconds = max(1, int(budget_s / 3)) if limited else None  # math-verify's alarms take whole seconds
+    start = time.monotonic()
     gold_parsed = parse(f"${gold}$", parsing_timeout=seconds)
     pred_parsed = parse(f"${pred}$", parsing_timeout=seconds)
     if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=seconds):
         return True
+    remaining = budget_s - (time.monotonic() - start) if limited else None
+    if remaining is not None and remaining < 0.2 * budget_s:
+        return False  # math-verify used the budget (its own timeouts fired): no time left for SymPy
     try:
-        with _Alarm(budget_s / 3 if budget_s is not None and on_main else None):
+        with _Alarm(remaining):
             return _sympy_equal(pred, gold)
     except _Alarm.Expired:
         return False
@@ -293,11 +299,23 @@ def _symbolic_cached(pred: str, gold: str, timeout_s: float) -> bool:
         return bool(sandbox.call(_WORKER_ENTRY, {"pred": pred, "gold": gold, "budget_s": timeout_s}, timeout_s))
     except sandbox.SandboxUnavailable:
         pass
-    # In-process fallback: signal limits on the main thread; elsewhere only the strict guards bound the work.
+    # In-process fallback: the strict guards bound the work; on the main thread signal limits come on top (they are
+    # best effort: a signal cannot interrupt one long C call, and one landing in a GC callback is lost).
     on_main = threading.current_thread() is threading.main_thread()
-    if not on_main and not (is_safe_for_symbolic(pred, strict=True) and is_safe_for_symbolic(gold, strict=True)):
+    if not (is_safe_for_symbolic(pred, strict=True) and is_safe_for_symbolic(gold, strict=True)):
         return False
     return symbolic_equal(pred, gold, budget_s=timeout_s if on_main else None)
+
+
+def warm_up(workers: Optional[int] = None) -> int:
+    """Start the verification workers now (they otherwise start on the first symbolic check, about 2 s each) and
+    wait until they are warm; returns how many are (0 when worker processes are off or unavailable)."""
+    if not sandbox.enabled():
+        return 0
+    try:
+        return sandbox.pool(_WORKER_ENTRY).prestart(workers)
+    except sandbox.SandboxUnavailable:
+        return 0
 
 
 # --------------------------------------------------------------------------------------------------------------

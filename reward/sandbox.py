@@ -180,6 +180,36 @@ class WorkerPool:
         self._release(worker)
         return result
 
+    def prestart(self, count: Optional[int] = None, timeout: float = STARTUP_TIMEOUT_S) -> int:
+        """Start workers up to ``count`` (default: all) and wait until every idle one is warm; returns how many are."""
+        count = self.max_workers if count is None else min(count, self.max_workers)
+        with self._cond:
+            missing = max(0, count - self._count)
+            self._count += missing
+        for _ in range(missing):
+            try:
+                self._release(_Worker(self.entry))
+            except Exception as e:
+                with self._cond:
+                    self._count -= 1
+                    self.broken = f"cannot start a verification worker: {e!r}"
+                raise SandboxUnavailable(self.broken) from e
+        with self._cond:
+            idle, self._idle = self._idle, []
+        warm = []
+        for w in idle:
+            try:
+                w.wait_ready(timeout)
+                warm.append(w)
+            except Exception:
+                w.kill()
+                with self._cond:
+                    self._count -= 1
+        with self._cond:
+            self._idle.extend(warm)
+            self._cond.notify_all()
+        return len(warm)
+
     def close(self) -> None:
         with self._cond:
             workers, self._idle = self._idle, []

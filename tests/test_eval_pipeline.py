@@ -132,3 +132,45 @@ def test_training_log_without_metrics_is_an_error(tmp_path):
     log.write_text("hello\nno metrics here\n")
     with pytest.raises(ValueError, match="empty.log: no metrics found"):
         read_training_log(str(log))
+
+
+def test_vllm_backend_wiring_with_a_stand_in_module(benchmark_files, tmp_path, monkeypatch):
+    """No GPU here: a stand-in ``vllm`` module with the offline API's shape (LLM.generate -> outputs[i].text) checks
+    what the vLLM path sends (chat-templated token ids, n, temperature, top-p, max_tokens) and how it reads back."""
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    from tests.tiny_lm import build_tokenizer
+
+    tok = build_tokenizer(tmp_path / "tok")
+    seen = {}
+
+    class SamplingParams:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    class LLM:
+        def __init__(self, **kw):
+            seen["init"] = kw
+
+        def get_tokenizer(self):
+            return tok
+
+        def generate(self, prompts, params):
+            seen.setdefault("calls", []).append((prompts, params))
+            texts = ["\\boxed{7}", "\\boxed{2000}", "\\boxed{50}"]
+            return [SimpleNamespace(outputs=[SimpleNamespace(text=texts[i % 3]) for _ in range(params.n)])
+                    for i, _ in enumerate(prompts)]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
+    res = eval_main(["--data", benchmark_files[1], "--backend", "vllm", "--model", "/models/m", "--n", "4", "--tp", "2",
+                     "--temperature", "0.6", "--top-p", "0.95", "--max-new-tokens", "64", "--out", str(tmp_path)])
+    assert seen["init"]["model"] == "/models/m" and seen["init"]["tensor_parallel_size"] == 2
+    (prompts, sampled), (_, greedy) = seen["calls"]
+    assert (sampled.n, sampled.temperature, sampled.top_p, sampled.max_tokens) == (4, 0.6, 0.95, 64)
+    assert (greedy.n, greedy.temperature) == (1, 0.0)
+    assert tok.decode(prompts[0]["prompt_token_ids"]).endswith("Please reason step by step, and put your final "
+                                                              "answer within \\boxed{}.\nassistant: ")
+    gsm = res["summary"]["benchmarks"]["gsm8k"]
+    assert gsm["pass@4"] == 1.0 and gsm["greedy_acc"] == 1.0  # each stand-in answer is its problem's ground truth
