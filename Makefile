@@ -1,8 +1,9 @@
 # rlvr-recipes: set-up, tests, the embedded default run and benchmarks.
 #   make setup       create .venv and install the package with verl 0.9.1 (CPU torch 2.13.0)
-#   make test        the whole test suite (unit, property, config, launcher and trainer-extension tests)
-#   make test-fast   everything not marked e2e
-#   make quickstart  the embedded default: every method on the toy bandit and simulator (CPU)
+#   make test        the whole test suite (unit, property, config, launcher, trainer-extension and e2e tests)
+#   make test-fast   everything not marked e2e (no run of verl's trainer)
+#   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (launch/quickstart.sh)
+#   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast quickstart bench lint clean
+.PHONY: setup test test-fast quickstart toy bench clean
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,9 +32,12 @@ test-fast: $(STAMP)
 quickstart:
 	bash launch/quickstart.sh
 
+toy: $(STAMP)
+	$(PY) -W ignore -m recipes.toy.report --out runs/toy
+
 bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py
 	$(PY) benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis runs

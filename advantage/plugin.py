@@ -6,6 +6,10 @@ TaskRunner and each Ray worker), so importing this module is what makes ``algori
 trainer extension ``trainer.v1.trainer_mode=rlvr`` (:mod:`recipes.trainer`). It also works through
 ``VERL_USE_EXTERNAL_MODULES=advantage.plugin``.
 
+With ``VERL_PLATFORM=cpu`` (or ``RLVR_CPU=1``) in the environment it first makes verl run on the CPU
+(:func:`recipes.cpu.activate`: platform, FSDP engines for device ``cpu``, gloo, the ``hf`` rollout); without it
+nothing of that is touched.
+
 verl swallows plugin import errors at DEBUG level; a broken install would then surface much later as
 "Unknown advantage estimator". This module therefore reports its own failure loudly (a warning naming the
 error) before re-raising it.
@@ -26,6 +30,10 @@ def register() -> None:
     global _REGISTERED
     if _REGISTERED:
         return
+    from recipes import cpu
+
+    if cpu.requested():  # before anything below asks verl for its platform
+        cpu.activate()
     from advantage import estimators, losses  # noqa: F401  (registration happens at import)
     from recipes import trainer
 

@@ -241,12 +241,16 @@ def register() -> None:
             fields = ["uid", "response_mask", "rm_scores", "rollout_log_probs", "old_log_probs", "ref_log_prob",
                       "values"]
             if self.config.algorithm.adv_estimator == "aapo":
-                fields.append("ref_rewards")
+                # a per-response field, or the prompt's cache: verl's agent loop stores every dataset column of
+                # the prompt (extra_info included) with each response; absent fields are skipped by kv_batch_get
+                fields += ["ref_rewards", "extra_info"]
             data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
             response_mask = data["response_mask"]
             data = DataProto(batch=data.to_padded_tensor())
             data.batch["token_level_scores"] = data.batch["rm_scores"]
             data.non_tensor_batch["uid"] = np.array(data.batch.pop("uid").tolist(), dtype=object)
+            if "extra_info" in data.batch.keys():
+                data.non_tensor_batch["extra_info"] = np.array(data.batch.pop("extra_info").tolist(), dtype=object)
             if self.config.algorithm.use_kl_in_reward:
                 data, kl_metrics = trainer_base.apply_kl_penalty(
                     data, kl_ctrl=self.kl_ctrl_in_reward, kl_penalty=self.config.algorithm.kl_penalty

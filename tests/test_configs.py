@@ -65,7 +65,7 @@ def test_recipe_composes_validates_and_selects(name):
     assert cfg.algorithm.norm_adv_by_std_in_grpo is norm
     assert actor.use_kl_loss is kl
     assert cfg.actor_rollout_ref.model.path == ENV["MODEL_PATH"]
-    assert cfg.trainer.v1.trainer_mode == ("rlvr" if name == "aapo" else "sync")
+    assert cfg.trainer.v1.trainer_mode == "rlvr"  # the trainer extension, for every recipe
     for cls, section in ((AGRAEOptions, "agrae"), (AVSPOOptions, "avspo"), (AAPOOptions, "aapo"),
                          (SignOptions, "grpo_n"), (WReinforceOptions, "w_reinforce"),
                          (CWGRPOOptions, "cw_grpo"), (DiagnosticsOptions, "diagnostics")):

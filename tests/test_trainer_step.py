@@ -184,3 +184,54 @@ def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
     assert [float(a[-1]) for a in adv.unbind()] == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
     assert [a.numel() for a in adv.unbind()] == lengths
     assert metrics["acr/acr"] == 0.0 and metrics["acr/reward_mean"] == pytest.approx(0.25)
+
+
+def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeypatch):
+    """For adv_estimator=aapo the extension also fetches ``extra_info`` (stored with each response by verl's agent
+    loop) and pairs each response with a draw from the prompt's cache: the same advantages as advantage_step on a
+    DataProto carrying that extra_info."""
+    from omegaconf import OmegaConf
+    from tensordict import NonTensorStack, TensorDict
+    from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
+
+    lengths, rewards = [2, 3, 1, 2], [1.0, 0.0, 1.0, 0.0]
+    uid = ["p0"] * 4
+    infos = [{"index": 0, "ref_rewards": [1.0, 0.0, 0.0, 0.0, 1.0]}] * 4
+    rm = [torch.zeros(n) for n in lengths]
+    for r, s in zip(rm, rewards):
+        r[-1] = s
+    store, calls = {}, {}
+
+    class FakeTQ:
+        @staticmethod
+        def kv_batch_get(keys, partition_id, select_fields):
+            calls["fields"] = list(select_fields)
+            return TensorDict({
+                "response_mask": torch.nested.nested_tensor([torch.ones(n) for n in lengths], layout=torch.jagged),
+                "rm_scores": torch.nested.nested_tensor(rm, layout=torch.jagged),
+                "uid": NonTensorStack(*uid),
+                "extra_info": NonTensorStack(*infos),
+            }, batch_size=[4])
+
+        @staticmethod
+        def kv_batch_put(keys, partition_id, fields):
+            store.update(fields=fields)
+            return "put"
+
+    monkeypatch.setattr(trainer_base, "tq", FakeTQ)
+    algorithm = {"adv_estimator": "aapo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True}
+    trainer = object.__new__(get_trainer_cls("rlvr"))
+    trainer.acr_tracker, trainer.global_steps = ACRTracker(), 3
+    trainer.config = OmegaConf.create({"algorithm": algorithm, "actor_rollout_ref": {"rollout": {"n": 4}}})
+    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(4)], "partition_id": "train", "__len__": lambda s: 4})()
+    metrics = {}
+    trainer._compute_advantage(meta, metrics)
+    assert {"ref_rewards", "extra_info"} <= set(calls["fields"])
+    assert "aapo/margin_mean" in metrics
+
+    data = dataproto([rewards])
+    data.non_tensor_batch["uid"] = np.array(uid, dtype=object)
+    data.non_tensor_batch["extra_info"] = np.array(infos, dtype=object)
+    expected, _ = advantage_step(data, algo("aapo"), ACRTracker(), 4, 3)
+    got = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
+    assert got == pytest.approx(expected.batch["advantages"][:, 0].tolist(), rel=1e-5)

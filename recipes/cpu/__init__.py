@@ -1,0 +1,56 @@
+"""Run verl's real trainer on a CPU-only machine: platform, engine registration, a gloo fix and an HF rollout.
+
+verl 0.9.1 assumes an accelerator. :func:`activate` makes the stock ``python -m verl.trainer.main_ppo`` run on
+CPUs, in-process and from the plugin only (no verl file is changed):
+
+1. registers the ``cpu`` platform (:mod:`recipes.cpu.platform`) and makes it verl's platform;
+2. registers verl's FSDP engines for device ``cpu`` (verl registers them for ``cuda`` and ``npu`` only);
+3. makes ``torch.distributed.init_process_group`` accept verl's backend string ``"cpu:gloo,cpu:gloo"``
+   (:func:`recipes.cpu.patches.patch_init_process_group`), and the FSDP2 engine's CPU offload policy not pin
+   memory (:func:`recipes.cpu.patches.unpin_fsdp2_offload`);
+4. registers the ``hf`` rollout (``actor_rollout_ref.rollout.name=hf``, :mod:`recipes.cpu.rollout`): a batched
+   Hugging Face ``generate`` server in place of vLLM.
+
+The plugin entry point (:mod:`advantage.plugin`) calls :func:`activate` in every process that imports verl when
+``VERL_PLATFORM=cpu`` or ``RLVR_CPU=1`` is set; nothing changes otherwise. The config overrides that go with it
+are in ``configs/cpu.yaml``; ``docs/cpu.md`` lists every workaround and the upstream change that would remove it.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["PLATFORM_NAME", "ROLLOUT_NAME", "activate", "requested"]
+
+#: ``VERL_PLATFORM`` value (and verl platform name) of CPU runs.
+PLATFORM_NAME = "cpu"
+#: ``actor_rollout_ref.rollout.name`` of the Hugging Face rollout.
+ROLLOUT_NAME = "hf"
+
+_ACTIVE = False
+
+# Nothing here imports verl at import time: verl imports its plugins (and so this package) while it initialises.
+
+
+def requested() -> bool:
+    """True when this process was asked to run on the CPU platform (``VERL_PLATFORM=cpu`` or ``RLVR_CPU=1``)."""
+    return (
+        os.environ.get("VERL_PLATFORM", "").strip().lower() == PLATFORM_NAME
+        or os.environ.get("RLVR_CPU", "").strip().lower() in ("1", "true", "yes")
+    )
+
+
+def activate() -> None:
+    """Make verl run on the CPU in this process (idempotent). See the module docstring for what it changes."""
+    global _ACTIVE
+    if _ACTIVE:
+        return
+    from recipes.cpu import patches, platform
+
+    platform.install()
+    patches.patch_init_process_group()
+    patches.register_fsdp_engines_for_cpu()
+    patches.unpin_fsdp2_offload()
+    patches.register_rollout(ROLLOUT_NAME)
+    patches.warn_once_about_tokenizer_family()
+    _ACTIVE = True

@@ -1,0 +1,406 @@
+"""A Hugging Face ``generate`` rollout for verl's server-mode rollout API (``actor_rollout_ref.rollout.name=hf``).
+
+verl 0.9.1 rolls out only through servers (vLLM, SGLang, TensorRT-LLM), none of which installs next to verl's
+pinned stack on a CPU-only machine (see docs/cpu.md). This module provides the same three pieces for
+``transformers``' ``generate``:
+
+- :class:`HFServer`, one Ray actor per rollout replica: holds a copy of the policy, batches the concurrent
+  token-in/token-out ``generate`` requests of verl's agent loop (requests that arrive within ``batch_wait_s`` of
+  each other and share sampling parameters run as one left-padded ``generate`` call), and reports the processed
+  log-probabilities of the sampled tokens when asked (``logprobs_mode=processed_logprobs``, as vLLM);
+- :class:`HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that launches it next to the
+  trainer's workers (hybrid mode) or in a colocated resource pool;
+- :class:`HFServerAdapter`, the in-worker :class:`~verl.workers.rollout.base.BaseRollout` through which verl's
+  weight sync (``checkpoint_engine.backend=naive``) hands the trainer's full weights to the server after each step.
+
+Sleep/wake-up are no-ops: host memory is not the constraint GPU memory is. Options under
+``actor_rollout_ref.rollout.engine_kwargs.hf``: ``batch_wait_s`` (default 0.02), ``num_threads`` (torch threads of
+the server, default: unchanged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generator, Optional
+
+import ray
+import torch
+
+from verl.workers.rollout.base import BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME_PREFIX = "hf_server"
+
+_DTYPES = {
+    "float32": torch.float32, "fp32": torch.float32,
+    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+    "float16": torch.float16, "fp16": torch.float16,
+}
+
+
+def server_name(replica_rank: int, role: str = "", suffix: str = "") -> str:
+    """Ray actor name of a replica's server; the adapter in each trainer worker finds its server by this name."""
+    return f"{SERVER_NAME_PREFIX}_{role + '_' if role else ''}{replica_rank}{suffix}"
+
+
+def _get(cfg: Any, key: str, default: Any = None) -> Any:
+    """``cfg.key`` for dataclasses, DictConfigs and dicts alike."""
+    if isinstance(cfg, dict):
+        return cfg.get(key, default)
+    if hasattr(cfg, "get"):
+        try:
+            return cfg.get(key, default)
+        except Exception:  # dataclass configs with a restrictive get
+            pass
+    return getattr(cfg, key, default)
+
+
+@dataclass(frozen=True)
+class SamplingKey:
+    """The sampling parameters a batch of requests must share to run as one ``generate`` call."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+    repetition_penalty: float
+    max_tokens: int
+    logprobs: bool
+    ignore_eos: bool
+
+
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    key: SamplingKey
+    future: asyncio.Future = field(repr=False)
+
+
+class HFServer:
+    """One rollout replica: a Hugging Face causal LM answering verl's ``generate`` calls in batches."""
+
+    def __init__(self, config: Any, model_config: Any, replica_rank: int = 0) -> None:
+        from transformers import AutoModelForCausalLM
+
+        from verl.utils.fs import copy_to_local
+
+        self.config = config
+        self.replica_rank = replica_rank
+        self.global_steps: Optional[int] = None
+        hf_kwargs = dict(_get(_get(config, "engine_kwargs", {}) or {}, "hf", {}) or {})
+        self.batch_wait_s = float(hf_kwargs.get("batch_wait_s", 0.02))
+        if hf_kwargs.get("num_threads"):
+            torch.set_num_threads(int(hf_kwargs["num_threads"]))
+        dtype_name = str(_get(config, "dtype", "float32"))
+        if dtype_name not in _DTYPES:
+            raise ValueError(f"actor_rollout_ref.rollout.dtype={dtype_name!r} is not one of {sorted(_DTYPES)}")
+        path = _get(model_config, "local_path") or _get(model_config, "path")
+        override = dict(_get(model_config, "override_config", {}) or {})
+        attn = override.get("attn_implementation", "sdpa")
+        self.model = AutoModelForCausalLM.from_pretrained(
+            copy_to_local(path),
+            dtype=_DTYPES[dtype_name],
+            attn_implementation=attn,
+            trust_remote_code=bool(_get(model_config, "trust_remote_code", False)),
+        )
+        self.model.eval()
+        gen_cfg = self.model.generation_config
+        eos = gen_cfg.eos_token_id if gen_cfg.eos_token_id is not None else self.model.config.eos_token_id
+        self.eos_ids: list[int] = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        pad = gen_cfg.pad_token_id if gen_cfg.pad_token_id is not None else self.model.config.pad_token_id
+        self.pad_id: int = pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0)
+        self.prompt_length = int(_get(config, "prompt_length", 512))
+        self.response_length = int(_get(config, "response_length", 512))
+        self.max_model_len = int(_get(config, "max_model_len", None) or self.prompt_length + self.response_length)
+        self.max_batch = int(_get(config, "max_num_seqs", 256) or 256)
+        torch.manual_seed(int(_get(config, "seed", 0)) + replica_rank)
+        self._pending: list[_Request] = []
+        self._flush_task: Optional[asyncio.Task] = None
+        self._model_lock = asyncio.Lock()
+        self._stats = {"requests": 0, "batches": 0, "generate_s": 0.0}
+
+    # ------------------------------------------------------------------ generation
+
+    def _sampling_key(self, prompt_len: int, params: dict[str, Any]) -> SamplingKey:
+        max_possible = self.max_model_len - prompt_len
+        if max_possible < 1:
+            raise ValueError(
+                f"prompt of {prompt_len} tokens leaves no room to generate within max_model_len={self.max_model_len}"
+            )
+        if "max_tokens" in params:
+            max_tokens = params["max_tokens"]
+        elif "max_new_tokens" in params:
+            max_tokens = params["max_new_tokens"]
+        else:
+            max_tokens = min(self.response_length, self.prompt_length + self.response_length - prompt_len)
+        top_k = params.get("top_k", -1)
+        return SamplingKey(
+            temperature=float(params.get("temperature", 1.0)),
+            top_p=float(params.get("top_p", 1.0)),
+            top_k=int(top_k if top_k is not None else -1),
+            repetition_penalty=float(params.get("repetition_penalty", 1.0) or 1.0),
+            max_tokens=max(1, min(int(max_tokens), max_possible)),
+            logprobs=bool(params.get("logprobs", False)),
+            ignore_eos=bool(params.get("ignore_eos", _get(self.config, "ignore_eos", False))),
+        )
+
+    async def generate(
+        self,
+        prompt_ids: list[int],
+        sampling_params: dict[str, Any],
+        request_id: str,
+        image_data: Optional[list[Any]] = None,
+        video_data: Optional[list[Any]] = None,
+        audio_data: Optional[list[Any]] = None,
+        mm_processor_kwargs: Optional[dict[str, Any]] = None,
+        priority: int = 0,
+        **kwargs: Any,
+    ) -> TokenOutput:
+        """Token-in/token-out generation of one request (batched with the requests that arrive with it)."""
+        if image_data or video_data or audio_data:
+            raise NotImplementedError("the hf rollout is text-only: image/video/audio inputs are not supported")
+        prompt = [int(t) for t in prompt_ids]
+        key = self._sampling_key(len(prompt), dict(sampling_params))
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append(_Request(prompt, key, future))
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self._flush_after_wait())
+        token_ids, log_probs = await future
+        return TokenOutput(
+            token_ids=token_ids,
+            log_probs=log_probs,
+            stop_reason="completed",
+            extra_fields={"global_steps": self.global_steps},
+        )
+
+    async def _flush_after_wait(self) -> None:
+        """Collect requests until none arrives for ``batch_wait_s``, then run them batch by batch."""
+        seen = -1
+        while seen != len(self._pending):
+            seen = len(self._pending)
+            await asyncio.sleep(self.batch_wait_s)
+        requests, self._pending = self._pending, []
+        groups: dict[SamplingKey, list[_Request]] = {}
+        for r in requests:
+            groups.setdefault(r.key, []).append(r)
+        async with self._model_lock:
+            for key, group in groups.items():
+                for start in range(0, len(group), self.max_batch):
+                    chunk = group[start : start + self.max_batch]
+                    try:
+                        results = await asyncio.to_thread(self._generate_batch, [r.prompt_ids for r in chunk], key)
+                    except Exception as exc:  # every waiting request sees the error
+                        for r in chunk:
+                            if not r.future.done():
+                                r.future.set_exception(exc)
+                        continue
+                    for r, res in zip(chunk, results):
+                        if not r.future.done():
+                            r.future.set_result(res)
+        if self._pending:  # arrived while generating
+            self._flush_task = asyncio.create_task(self._flush_after_wait())
+
+    @torch.no_grad()
+    def _generate_batch(
+        self, prompts: list[list[int]], key: SamplingKey
+    ) -> list[tuple[list[int], Optional[list[float]]]]:
+        """Left-pad ``prompts``, run one ``generate`` and cut each response after its first end-of-sequence token."""
+        t0 = time.perf_counter()
+        width = max(map(len, prompts))
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        do_sample = key.temperature > 0
+        gen_kwargs: dict[str, Any] = dict(
+            max_new_tokens=key.max_tokens,
+            do_sample=do_sample,
+            pad_token_id=self.pad_id,
+            eos_token_id=None if key.ignore_eos else (self.eos_ids or None),
+            return_dict_in_generate=True,
+            output_scores=key.logprobs,
+            repetition_penalty=key.repetition_penalty,
+        )
+        if key.ignore_eos:
+            gen_kwargs["min_new_tokens"] = key.max_tokens
+        if do_sample:
+            gen_kwargs.update(temperature=key.temperature, top_p=key.top_p, top_k=key.top_k if key.top_k > 0 else 0)
+        else:
+            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+        out = self.model.generate(input_ids=ids, attention_mask=mask, **gen_kwargs)
+        new = out.sequences[:, width:]
+        logp = None
+        if key.logprobs and out.scores:
+            scores = torch.stack(out.scores, dim=1).float()  # (batch, steps, vocab), processed by the warpers
+            logp = torch.log_softmax(scores, dim=-1).gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
+        results = []
+        eos = set(self.eos_ids) if not key.ignore_eos else set()
+        for i in range(new.shape[0]):
+            row = new[i].tolist()
+            end = len(row)
+            for j, tok in enumerate(row):
+                if tok in eos:
+                    end = j + 1
+                    break
+            results.append((row[:end], logp[i, :end].tolist() if logp is not None else None))
+        self._stats["requests"] += len(prompts)
+        self._stats["batches"] += 1
+        self._stats["generate_s"] += time.perf_counter() - t0
+        return results
+
+    # ------------------------------------------------------------------ weights
+
+    async def update_weights(self, state: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> None:
+        """Load the trainer's full weights (HF names) into the server's model, between generation batches."""
+        async with self._model_lock:
+            result = self.model.load_state_dict(state, strict=False)
+        tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
+        missing = [k for k in result.missing_keys if k not in tied]
+        if result.unexpected_keys or missing:
+            raise RuntimeError(
+                f"hf rollout weight sync: unexpected keys {result.unexpected_keys[:5]}, missing keys {missing[:5]}"
+            )
+        if global_steps is not None:
+            self.global_steps = global_steps
+
+    async def set_global_steps(self, global_steps: int) -> None:
+        self.global_steps = global_steps
+
+    def stats(self) -> dict[str, float]:
+        """Requests served, ``generate`` calls and seconds spent in them since start."""
+        return dict(self._stats)
+
+    def ready(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ lifecycle (no-ops on the CPU)
+
+    async def wake_up(self, tags: Optional[list[str]] = None) -> None:
+        return None
+
+    async def sleep(self) -> None:
+        return None
+
+    async def clear_kv_cache(self) -> None:
+        return None
+
+    async def release_kv_cache(self) -> None:
+        return None
+
+    async def resume_kv_cache(self) -> None:
+        return None
+
+    async def wait_for_requests_to_drain(self) -> None:
+        while self._pending or (self._flush_task is not None and not self._flush_task.done()):
+            await asyncio.sleep(0.01)
+
+    async def abort_all_requests(self, reset_prefix_cache: bool = True, reject_request: bool = False) -> dict:
+        await self.wait_for_requests_to_drain()  # requests are short: let them finish instead of aborting
+        return {"aborted_count": 0, "request_ids": []}
+
+    async def abort_request(self, request_id: str, reset_prefix_cache: bool = True) -> dict:
+        return {"aborted": False, "request_id": request_id}
+
+    async def resume_generation(self) -> None:
+        return None
+
+    async def start_profile(self, **kwargs: Any) -> None:
+        return None
+
+    async def stop_profile(self) -> None:
+        return None
+
+
+class HFReplica(RolloutReplica):
+    """A rollout replica served by one :class:`HFServer` actor on the node of its first worker."""
+
+    async def launch_servers(self) -> None:
+        """Start the server actor (named :func:`server_name`) and wait until its model is loaded."""
+        options: dict[str, Any] = dict(
+            name=server_name(
+                self.replica_rank,
+                "reward" if self.is_reward_model else "teacher" if self.is_teacher_model else "",
+                self.name_suffix,
+            ),
+            num_cpus=0,
+            max_concurrency=self.max_concurrency,
+        )
+        if self.workers:
+            node_id = await self.workers[0].__ray_call__.remote(lambda w: ray.get_runtime_context().get_node_id())
+            options["scheduling_strategy"] = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+                node_id=node_id, soft=False
+            )
+        server = ray.remote(HFServer).options(**options).remote(
+            config=self.config, model_config=self.model_config, replica_rank=self.replica_rank
+        )
+        await server.ready.remote()
+        self.servers = [server]
+        self._server_handle = server
+        self._server_address = f"hf-replica-{self.replica_rank}{self.name_suffix}"
+
+
+class HFServerAdapter(BaseRollout):
+    """The rollout inside each trainer worker: forwards weight syncs to its replica's :class:`HFServer`.
+
+    Every rank consumes the weight generator (gathering FSDP shards is a collective); the first rank of each
+    replica sends the full tensors to the server.
+    """
+
+    def __init__(self, config: Any, model_config: Any, device_mesh: Any, replica_rank: int = -1, **kwargs: Any):
+        super().__init__(config, model_config, device_mesh)
+        rank = int(os.environ.get("RANK", "0"))
+        world = (
+            self.config.tensor_model_parallel_size
+            * self.config.data_parallel_size
+            * self.config.pipeline_model_parallel_size
+        )
+        self.replica_rank = rank // world if replica_rank == -1 else replica_rank
+        self.rollout_rank = rank % world
+        self.is_leader_rank = self.rollout_rank == 0
+        self.server_handle: Optional[ray.actor.ActorHandle] = None
+
+    def _server(self) -> Optional[ray.actor.ActorHandle]:
+        if not self.is_leader_rank:
+            return None
+        if self.server_handle is None:
+            self.server_handle = ray.get_actor(server_name(self.replica_rank))
+        return self.server_handle
+
+    async def resume(self, tags: list[str]) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None
+
+    @torch.no_grad()
+    async def update_weights(
+        self,
+        weights: Generator[tuple[str, torch.Tensor], None, None],
+        global_steps: Optional[int] = None,
+        wire_format: str = "named_tensors",
+        peft_config: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> None:
+        if wire_format != "named_tensors":
+            raise NotImplementedError(
+                f"the hf rollout takes full weights only (checkpoint_engine.backend=naive); got wire_format={wire_format!r}"
+            )
+        if peft_config is not None:
+            raise NotImplementedError(
+                "the hf rollout does not take LoRA adapters: set actor_rollout_ref.model.lora.merge=True"
+            )
+        from verl.workers.rollout.utils import ensure_async_iterator
+
+        state = {}
+        async for name, tensor in ensure_async_iterator(weights):  # every rank: the gather is collective
+            if self.is_leader_rank:
+                state[name] = tensor.detach().to("cpu", copy=True)
+        server = self._server()
+        if server is not None:
+            await server.update_weights.remote(state, global_steps)

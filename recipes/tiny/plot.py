@@ -1,0 +1,126 @@
+"""Reward and ACR over the steps of one run, from verl's file logger (and its rollout dumps for ACR if needed).
+
+ACR (advantage collapse rate, METHODS.md) is the fraction of prompt groups whose rewards have population standard
+deviation below 1e-6. The trainer extension logs it as ``acr/acr``; for a run without it, :func:`acr_from_rollouts`
+computes it from the per-step rollout dumps verl writes with ``trainer.rollout_data_dir`` (one JSON line per
+response, ``uid`` = ``<prompt uid>_<sample>_<turn>``).
+
+    python -m recipes.tiny.plot RUN_DIR        # reads RUN_DIR/metrics.jsonl (+ RUN_DIR/rollouts/), writes curves.png
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+from typing import Optional
+
+COLLAPSE_TAU = 1e-6
+REWARD_KEY = "critic/score/mean"
+ACR_KEY = "acr/acr"
+
+
+def read_metrics(path: str) -> dict[int, dict[str, float]]:
+    """``{step: {metric: value}}`` from a verl file-logger JSONL (later lines for a step update earlier ones)."""
+    steps: dict[int, dict[str, float]] = defaultdict(dict)
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                steps[int(rec["step"])].update(
+                    {k: float(v) for k, v in rec["data"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                )
+    return dict(steps)
+
+
+def acr_from_rollouts(rollout_dir: str) -> dict[int, float]:
+    """``{step: ACR}`` from verl's rollout dumps (``<step>.jsonl``), grouping responses by prompt uid."""
+    out: dict[int, float] = {}
+    for path in glob.glob(os.path.join(rollout_dir, "*.jsonl")):
+        groups: dict[str, list[float]] = defaultdict(list)
+        step = None
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                step = int(rec.get("step", os.path.basename(path).split(".")[0]))
+                uid = str(rec.get("uid", rec.get("input")))
+                groups[uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid].append(float(rec["score"]))
+        if step is not None and groups:
+            collapsed = 0
+            for scores in groups.values():
+                mean = sum(scores) / len(scores)
+                std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+                collapsed += std < COLLAPSE_TAU
+            out[step] = collapsed / len(groups)
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def plot_run(run_dir: str, title: Optional[str] = None, window: int = 5) -> tuple[str, str]:
+    """Write ``<run_dir>/curves.png`` (reward with validation accuracy; ACR) and return it with a one-line summary.
+
+    The summary compares the mean of the first and last ``window`` steps (reward, ACR) and the first and last
+    validation accuracy.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    train_steps = sorted(s for s, d in metrics.items() if REWARD_KEY in d)
+    reward = [metrics[s][REWARD_KEY] for s in train_steps]
+    val = sorted((s, v) for s, d in metrics.items() for k, v in d.items()
+                 if k.startswith("val-core/") and k.endswith("/mean@1"))
+    acr_source = "acr/acr (trainer extension)"
+    acr = {s: metrics[s][ACR_KEY] for s in train_steps if ACR_KEY in metrics[s]}
+    if not acr:
+        acr, acr_source = acr_from_rollouts(os.path.join(run_dir, "rollouts")), "from rollout dumps"
+    acr_steps = sorted(acr)
+
+    fig, (ax_r, ax_a) = plt.subplots(1, 2, figsize=(9, 3.4))
+    ax_r.plot(train_steps, reward, color="tab:blue", linewidth=1, alpha=0.5, label="train reward (batch mean)")
+    if len(reward) >= window:
+        smooth = [_mean(reward[max(0, i - window + 1) : i + 1]) for i in range(len(reward))]
+        ax_r.plot(train_steps, smooth, color="tab:blue", linewidth=2, label=f"train reward ({window}-step mean)")
+    if val:
+        ax_r.plot([s for s, _ in val], [v for _, v in val], "o-", color="tab:green", label="val accuracy (greedy)")
+    ax_r.set_xlabel("step")
+    ax_r.set_ylim(0, 1)
+    ax_r.set_title("reward", fontsize=9)
+    ax_r.grid(alpha=0.3)
+    ax_r.legend(fontsize=7)
+    ax_a.plot(acr_steps, [acr[s] for s in acr_steps], color="tab:red", linewidth=1.5)
+    ax_a.set_xlabel("step")
+    ax_a.set_ylim(0, 1)
+    ax_a.set_title(f"ACR, groups with reward std < 1e-6\n({acr_source})", fontsize=9)
+    ax_a.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    png = os.path.join(run_dir, "curves.png")
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+
+    k = min(window, max(1, len(reward) // 2))
+    parts = [f"reward {_mean(reward[:k]):.2f} (first {k} steps) -> {_mean(reward[-k:]):.2f} (last {k})"]
+    if val:
+        parts.append(f"val accuracy {val[0][1]:.2f} (step {val[0][0]}) -> {val[-1][1]:.2f} (step {val[-1][0]})")
+    if acr_steps:
+        a = [acr[s] for s in acr_steps]
+        parts.append(f"ACR {_mean(a[:k]):.2f} -> {_mean(a[-k:]):.2f}")
+    return png, "; ".join(parts)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m recipes.tiny.plot RUN_DIR")
+    print(*plot_run(sys.argv[1]), sep="\n")

@@ -1,0 +1,213 @@
+"""The CPU support of recipes/cpu, piece by piece, without Ray or the trainer (fast; the whole loop is in
+tests/test_e2e_cpu.py): the backend-string fix, the platform and registrations in a fresh interpreter, the hf
+rollout server's batching, log-probabilities and weight sync, the addition reward and the tiny build."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from recipes.cpu.patches import dedupe_backend
+from reward.arithmetic import compute_score, extract_integer
+
+
+# ---------------------------------------------------------------------------------------------- backend string
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("cpu:gloo,cpu:gloo", "cpu:gloo"),  # what verl builds on the cpu platform
+        ("cpu:gloo,cuda:nccl", "cpu:gloo,cuda:nccl"),  # what verl builds on a GPU: unchanged
+        ("gloo", "gloo"),
+        (None, None),
+    ],
+)
+def test_dedupe_backend(given, expected):
+    assert dedupe_backend(given) == expected
+
+
+def test_dedupe_backend_refuses_two_backends_for_one_device():
+    with pytest.raises(ValueError, match="two backends for device 'cpu'"):
+        dedupe_backend("cpu:gloo,cpu:mpi")
+
+
+# ---------------------------------------------------------------------------------------------- activation
+
+_PROBE = r"""
+import os, tempfile
+import torch.distributed as dist
+import verl
+from verl.plugin.platform import get_platform
+from verl.utils.device import get_device_name, get_device_id
+from verl.workers.engine import EngineRegistry
+from verl.workers.rollout.base import _ROLLOUT_REGISTRY
+from verl.workers.rollout.replica import RolloutReplicaRegistry
+p = get_platform()
+# verl's own fallback platform (CUDA) cannot even answer get_device_id() on a CPU-only torch
+dev_id = get_device_id() if get_device_name() == "cpu" else "-"
+print("device", get_device_name(), dev_id, p.ray_resource_name(), p.communication_backend_name())
+print("engine", "cpu" in EngineRegistry._engines["language_model"]["fsdp2"])
+print("rollout", ("hf", "async") in _ROLLOUT_REGISTRY)
+if get_device_name() == "cpu":
+    store = "file://" + tempfile.mkdtemp() + "/store"
+    dist.init_process_group(backend="cpu:gloo,cpu:gloo", init_method=store, rank=0, world_size=1)
+    t = __import__("torch").ones(3)
+    dist.all_reduce(t)
+    print("gloo", dist.get_backend(), t.tolist())
+"""
+
+
+def _probe(**env):
+    full = {k: v for k, v in os.environ.items() if k not in ("VERL_PLATFORM", "RLVR_CPU", "VERL_USE_EXTERNAL_MODULES")}
+    full.update(env)
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=full, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_verl_platform_cpu_activates_through_the_entry_point_alone():
+    """``VERL_PLATFORM=cpu`` + ``import verl``: platform, FSDP engines, hf rollout, verl's gloo backend string."""
+    out = _probe(VERL_PLATFORM="cpu")
+    assert "device cpu cpu GPU gloo" in out
+    assert "engine True" in out and "rollout True" in out
+    assert "gloo cpu:gloo [1.0, 1.0, 1.0]" in out
+
+
+def test_rlvr_cpu_flag_activates_too():
+    assert "device cpu cpu GPU gloo" in _probe(RLVR_CPU="1")
+
+
+def test_nothing_changes_without_the_request():
+    """Without the variable, verl keeps its own (CUDA fallback) platform and no cpu registration exists."""
+    out = _probe()
+    assert "device cuda" in out
+    assert "engine False" in out and "rollout False" in out
+
+
+# ---------------------------------------------------------------------------------------------- tiny build
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A randomly initialised tiny model + tokenizer + data (no warm start: seconds)."""
+    from recipes.tiny.build import build
+
+    return build(str(tmp_path_factory.mktemp("tiny")))
+
+
+def test_tokenizer_round_trips_and_prompt_is_the_plain_text(tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model["model"])
+    text = "12+34=\n46\t x{}"
+    ids = tok.encode(text, add_special_tokens=False)
+    assert len(ids) == len(text) and tok.decode(ids) == text
+    rendered = tok.apply_chat_template([{"role": "user", "content": "47+8="}], add_generation_prompt=True,
+                                       tokenize=False)
+    assert rendered == "47+8="
+
+
+def test_task_splits_are_disjoint_and_scored_by_the_reward(tiny_model):
+    import pandas as pd
+
+    train, test = (pd.read_parquet(tiny_model[k]) for k in ("train", "test"))
+    assert (len(train), len(test)) == (900, 100)
+    prompts = lambda df: {row[0]["content"] for row in df["prompt"]}  # noqa: E731
+    assert not prompts(train) & prompts(test)
+    for df in (train, test):
+        for prompt, rm in zip(df["prompt"], df["reward_model"]):
+            a, b = map(int, prompt[0]["content"].rstrip("=").split("+"))
+            assert rm["ground_truth"] == str(a + b)
+            assert compute_score("arithmetic/addition", f"{a + b}</s>", rm["ground_truth"]) == 1.0
+
+
+def test_build_is_reused_when_settings_match(tiny_model):
+    from recipes.tiny.build import build
+
+    before = os.path.getmtime(os.path.join(tiny_model["model"], "model.safetensors"))
+    assert build(os.path.dirname(tiny_model["model"])) == tiny_model
+    assert os.path.getmtime(os.path.join(tiny_model["model"], "model.safetensors")) == before
+
+
+# ---------------------------------------------------------------------------------------------- reward
+
+
+@pytest.mark.parametrize(
+    "response, truth, score",
+    [("55", "55", 1.0), (" 55</s>", 55, 1.0), ("-3", "-3", 1.0), ("56", "55", 0.0), ("", "55", 0.0),
+     ("x55", "55", 0.0), ("5 5", "55", 0.0), ("550", "55", 0.0)],
+)
+def test_arithmetic_reward(response, truth, score):
+    assert compute_score("arithmetic/addition", response, truth) == score
+
+
+def test_arithmetic_reward_names_a_bad_ground_truth():
+    with pytest.raises(ValueError, match="ground_truth must be an integer, got 'abc'"):
+        compute_score("src", "1", "abc")
+    assert extract_integer("  -12abc") == -12 and extract_integer("abc") is None
+
+
+# ---------------------------------------------------------------------------------------------- hf rollout server
+
+
+def _server(tiny_model, **config):
+    from recipes.cpu.rollout import HFServer
+
+    cfg = {"prompt_length": 8, "response_length": 4, "dtype": "float32", "max_num_seqs": 256,
+           "engine_kwargs": {"hf": {"batch_wait_s": 0.05}}, **config}
+    return HFServer(cfg, {"path": tiny_model["model"], "override_config": {"attn_implementation": "sdpa"}})
+
+
+def test_server_batches_concurrent_requests_and_reports_processed_logprobs(tiny_model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model["model"])
+    server = _server(tiny_model)
+    prompts = [tok.encode(p, add_special_tokens=False) for p in ("1+2=", "47+8=", "9+9=", "12+3=")]
+    params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+
+    async def run():
+        return await asyncio.gather(*(server.generate(p, params, request_id=str(i)) for i, p in enumerate(prompts)))
+
+    outs = asyncio.run(run())
+    assert server.stats()["requests"] == 4 and server.stats()["batches"] == 1  # one generate call for all four
+    model = AutoModelForCausalLM.from_pretrained(tiny_model["model"], dtype=torch.float32).eval()
+    eos = tok.eos_token_id
+    for prompt, out in zip(prompts, outs):
+        assert 1 <= len(out.token_ids) <= 4
+        assert eos not in out.token_ids[:-1]  # cut after the first end-of-sequence token
+        # temperature 1, no top-k/top-p: processed log-probs are the model's own, recomputed without padding
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + out.token_ids])).logits[0, len(prompt) - 1 : -1]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out.token_ids)[:, None]).squeeze(-1)
+        torch.testing.assert_close(torch.tensor(out.log_probs), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_server_greedy_is_deterministic_and_respects_max_tokens(tiny_model):
+    server = _server(tiny_model)
+    params = {"temperature": 0.0, "max_tokens": 2}
+    a = asyncio.run(server.generate([5, 6, 7], params, request_id="a"))
+    b = asyncio.run(server.generate([5, 6, 7], params, request_id="b"))
+    assert a.token_ids == b.token_ids and len(a.token_ids) <= 2 and a.log_probs is None
+
+
+def test_server_weight_sync_loads_weights_and_rejects_foreign_ones(tiny_model):
+    server = _server(tiny_model)
+    state = {k: torch.zeros_like(v) for k, v in server.model.state_dict().items()}
+    asyncio.run(server.update_weights(state, global_steps=3))
+    assert all(float(v.abs().sum()) == 0.0 for v in server.model.state_dict().values())
+    assert server.global_steps == 3
+    with pytest.raises(RuntimeError, match="unexpected keys"):
+        asyncio.run(server.update_weights({"not.a.weight": torch.zeros(1)}))
+
+
+def test_server_refuses_prompt_that_leaves_no_room(tiny_model):
+    server = _server(tiny_model, max_model_len=4)
+    with pytest.raises(ValueError, match="max_model_len=4"):
+        asyncio.run(server.generate([1, 2, 3, 4], {"temperature": 1.0}, request_id="x"))

@@ -1,0 +1,190 @@
+"""End to end on the CPU: verl 0.9.1's real trainer (Ray, FSDP2 over gloo, the hf rollout) with the tiny model.
+
+Every advantage estimator and policy loss of this package, and verl's GRPO, Dr.GRPO, DAPO and GSPO, runs two steps
+of rollout -> reward -> advantage -> loss -> update -> weight sync; a checkpoint of two FSDP2 ranks resumes to the
+same global step and estimator state; a bad config fails in seconds, naming the key.
+
+Start-up (~60 s per method in one driver) is amortised by running the selected methods one after another in one
+driver process and Ray cluster (``python -m recipes.tiny.run suite``), started once for the whole module with only
+the methods that pytest selected. Whole module: about 20 minutes on 2 cores. Quick subset (three methods and the
+bad-config checks, about 4 minutes)::
+
+    python -m pytest -m e2e -k quick tests/test_e2e_cpu.py
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_DIR = os.path.join(ROOT, "runs", "tiny")  # shared with launch/quickstart.sh: built once
+STEPS = 2
+SUITE_TIMEOUT_PER_METHOD_S = 240
+
+PACKAGE_ESTIMATORS = [
+    "agrae", "agrae_pos_dominant", "agrae_neg_dominant", "agrae_hard_focused", "agrae_easy_focused",
+    "avspo", "grpo_n", "grpo_pos_only", "w_reinforce",
+]
+PACKAGE_LOSSES = ["cw_grpo", "aapo"]  # aapo: AAPO's estimator and loss together
+VERL_BASELINES = ["grpo", "drgrpo", "dapo", "gspo"]
+QUICK = {"grpo", "avspo", "cw_grpo"}
+METHODS = VERL_BASELINES + PACKAGE_ESTIMATORS + PACKAGE_LOSSES
+
+#: Per method, metrics the method itself must log at every step (its estimator or loss ran).
+OWN_METRICS = {
+    **{m: ["agrae/omega"] for m in PACKAGE_ESTIMATORS if m.startswith("agrae")},
+    "avspo": ["avspo/tau_adapt", "avspo/acr"],
+    "aapo": ["aapo/margin_mean"],
+}
+SUITE_OVERRIDES = ["trainer.val_before_train=false", "trainer.test_freq=-1"]
+
+pytestmark = pytest.mark.e2e
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def _read_steps(path: str) -> dict[int, dict]:
+    steps: dict[int, dict] = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                steps.setdefault(int(rec["step"]), {}).update(rec["data"])
+    return steps
+
+
+@pytest.fixture(scope="module")
+def tiny() -> str:
+    """The tiny model and data of ``runs/tiny`` (built once, with the quickstart's settings)."""
+    code = "import sys; from recipes.tiny.run import ensure_tiny; ensure_tiny(sys.argv[1])"
+    proc = subprocess.run([_python(), "-c", code, TINY_DIR], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return TINY_DIR
+
+
+def _selected_methods(session: pytest.Session) -> list[str]:
+    """The methods of :func:`test_method_trains` that pytest kept after ``-k``/``-m`` selection, in order."""
+    chosen = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if item.originalname == "test_method_trains" and callspec is not None:
+            chosen.append(callspec.params["method"])
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def suite_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny: str) -> dict:
+    """Run the selected methods once, in one driver (``recipes.tiny.run suite``); ``{method: outcome}``."""
+    methods = _selected_methods(request.session)
+    out = tmp_path_factory.mktemp("e2e_suite")
+    cmd = [_python(), "-m", "recipes.tiny.run", "suite", ",".join(methods), "--steps", str(STEPS),
+           "--out", str(out), "--tiny-dir", TINY_DIR, "--", *SUITE_OVERRIDES]
+    timeout = 300 + SUITE_TIMEOUT_PER_METHOD_S * len(methods)
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    elapsed = time.monotonic() - t0
+    summary_path = out / "suite.json"
+    if not summary_path.exists():
+        pytest.fail(f"the suite wrote no summary (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    results = json.loads(summary_path.read_text())
+    print(f"\n[e2e] {len(methods)} methods in {elapsed:.0f} s: "
+          + ", ".join(f"{m} {r['seconds']:.0f} s" for m, r in results.items()))
+    return results
+
+
+@pytest.mark.parametrize("method", [pytest.param(m, id=f"quick-{m}" if m in QUICK else m) for m in METHODS])
+def test_method_trains(method: str, suite_results: dict) -> None:
+    """Two real trainer steps: finite losses and metrics, rewards in [0, 1], ACR logged, the method's own figures."""
+    result = suite_results.get(method)
+    assert result is not None, f"{method} was not run by the suite"
+    assert result["ok"], f"{method} failed:\n{result['error']}"
+    assert result["metrics"] and os.path.exists(result["metrics"]), f"{method}: no metrics file"
+    steps = _read_steps(result["metrics"])
+    assert sorted(steps) == list(range(1, STEPS + 1)), f"{method}: logged steps {sorted(steps)}"
+    for step, data in steps.items():
+        for key in ("actor/pg_loss", "actor/grad_norm", "critic/score/mean", "acr/acr", "timing_s/step"):
+            assert key in data, f"{method} step {step}: {key} not logged"
+            assert math.isfinite(float(data[key])), f"{method} step {step}: {key}={data[key]}"
+        assert 0.0 <= data["critic/score/mean"] <= 1.0
+        assert 0.0 <= data["acr/acr"] <= 1.0
+        assert data["training/global_step"] == step
+        for key in OWN_METRICS.get(method, []):
+            assert key in data, f"{method} step {step}: its own metric {key} not logged"
+        if method == "cw_grpo":
+            assert any("cw_grpo/" in k for k in data), f"cw_grpo step {step}: no cw_grpo/* loss metric"
+        if method in ("grpo_n",):  # keeps only negative advantages
+            assert data["critic/advantages/max"] <= 1e-6, data["critic/advantages/max"]
+        if method == "grpo_pos_only":
+            assert data["critic/advantages/min"] >= -1e-6, data["critic/advantages/min"]
+
+
+def _train(method: str, out: str, steps: int, *overrides: str, ranks: int = 1, timeout: float = 900) -> tuple:
+    cmd = [_python(), "-m", "recipes.tiny.run", "train", method, "--steps", str(steps), "--ranks", str(ranks),
+           "--out", out, "--tiny-dir", TINY_DIR, "--timeout", str(timeout), "--", *overrides]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 120)
+    return proc, time.monotonic() - t0
+
+
+def test_resume_two_ranks_restores_step_and_estimator_state(tmp_path, tiny: str) -> None:
+    """AVSPO on two FSDP2 ranks: stop after a checkpoint at step 2, resume, and continue at step 3 with the state."""
+    out = str(tmp_path / "resume")
+    common = ("trainer.save_freq=2", "trainer.val_before_train=false", "trainer.test_freq=-1")
+    first, _ = _train("avspo", out, 2, *common, ranks=2)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
+    os.rename(os.path.join(out, "metrics.jsonl"), os.path.join(out, "metrics_first.jsonl"))
+    ckpt = os.path.join(out, "checkpoints")
+    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt")) as f:
+        assert f.read().strip() == "2"
+    shards = sorted(os.listdir(os.path.join(ckpt, "global_step_2", "actor")))
+    assert "model_world_size_2_rank_0.pt" in shards and "model_world_size_2_rank_1.pt" in shards, shards
+    with open(os.path.join(ckpt, "global_step_2", "rlvr_state.json")) as f:
+        saved = json.load(f)
+    assert saved["estimators"]["avspo"]["step"] == 2, saved
+
+    second, _ = _train("avspo", out, 3, *common, ranks=2)
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    before = _read_steps(os.path.join(out, "metrics_first.jsonl"))
+    after = _read_steps(os.path.join(out, "metrics.jsonl"))
+    assert sorted(after) == [3], f"the resumed run logged steps {sorted(after)}, expected only step 3"
+    assert after[3]["training/global_step"] == 3
+    # the estimator state went on from the checkpoint: AVSPO's call counter and the ACR tracker's running mean
+    with open(os.path.join(ckpt, "global_step_3", "rlvr_state.json")) as f:
+        final = json.load(f)
+    assert final["estimators"]["avspo"]["step"] == 3, final
+    acrs = [before[1]["acr/acr"], before[2]["acr/acr"], after[3]["acr/acr"]]
+    assert after[3]["acr/acr_100"] == pytest.approx(sum(acrs) / 3, abs=1e-6), (after[3]["acr/acr_100"], acrs)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["no_such_method"], "unknown method 'no_such_method'"),
+        (["agrae", "--", "algorithm.agrae.alpha=-1"], "algorithm.agrae.alpha"),
+        (["avspo", "--", "+algorithm.avspo.bogus=1"], "algorithm.avspo.bogus"),
+        (["grpo", "--", "actor_rollout_ref.actor.policy_loss.loss_mode=nope"],
+         "actor_rollout_ref.actor.policy_loss.loss_mode='nope'"),
+    ],
+    ids=["quick-method", "quick-option-value", "quick-option-name", "quick-loss"],
+)
+def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> None:
+    """A bad method, option or loss stops before Ray starts, within a minute, with the key in the message."""
+    cmd = [_python(), "-m", "recipes.tiny.run", "train", *args[:1], "--out", str(tmp_path), "--tiny-dir", TINY_DIR,
+           *args[1:]]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert needle in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not os.path.exists(tmp_path / "train.log"), "the trainer was started"
+    assert elapsed < 90, f"took {elapsed:.0f} s to refuse the config"
