@@ -139,29 +139,31 @@ def test_batch_keys_path_matches_plain_grpo_on_single_turn_rows():
     assert m["acr/acr"] == 0.0
 
 
-def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
-    """RLVRTrainer._compute_advantage on what the v1 trainer gives it: a KVBatchMeta whose rows are fetched with
-    tq.kv_batch_get as jagged (nested) tensors plus uid, and advantages written back with tq.kv_batch_put."""
+def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_info=None):
+    """An RLVRTrainer whose TransferQueue is a stand-in holding one group of 4 responses ("p0") as the v1 trainer
+    stores them: jagged tensors plus uid (and, if given, the prompt's extra_info with each response). Returns the
+    trainer, the KVBatchMeta, the fields asked for and what was written back."""
     from omegaconf import OmegaConf
     from tensordict import NonTensorStack, TensorDict
     from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
 
-    lengths, rewards = [2, 3, 1, 2], [1.0, 0.0, 0.0, 0.0]
-    uid = ["p0"] * 4
     rm = [torch.zeros(n) for n in lengths]
     for r, s in zip(rm, rewards):
         r[-1] = s
+    rows = {
+        "response_mask": torch.nested.nested_tensor([torch.ones(n) for n in lengths], layout=torch.jagged),
+        "rm_scores": torch.nested.nested_tensor(rm, layout=torch.jagged),
+        "uid": NonTensorStack(*["p0"] * len(lengths)),
+    }
+    if extra_info is not None:
+        rows["extra_info"] = NonTensorStack(*extra_info)
     store, calls = {}, {}
 
     class FakeTQ:
         @staticmethod
         def kv_batch_get(keys, partition_id, select_fields):
             calls["fields"] = list(select_fields)
-            return TensorDict({
-                "response_mask": torch.nested.nested_tensor([torch.ones(n) for n in lengths], layout=torch.jagged),
-                "rm_scores": torch.nested.nested_tensor(rm, layout=torch.jagged),
-                "uid": NonTensorStack(*uid),
-            }, batch_size=[4])
+            return TensorDict({k: v for k, v in rows.items() if k in select_fields}, batch_size=[len(lengths)])
 
         @staticmethod
         def kv_batch_put(keys, partition_id, fields):
@@ -169,14 +171,22 @@ def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
             return "put"
 
     monkeypatch.setattr(trainer_base, "tq", FakeTQ)
-    cls = get_trainer_cls("rlvr")
-    trainer = object.__new__(cls)
-    trainer.acr_tracker, trainer.global_steps = ACRTracker(), 1
+    trainer = object.__new__(get_trainer_cls("rlvr"))
+    trainer.acr_tracker, trainer.global_steps = ACRTracker(), step
     trainer.config = OmegaConf.create({
-        "algorithm": {"adv_estimator": "grpo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True},
-        "actor_rollout_ref": {"rollout": {"n": 4}},
+        "algorithm": {"adv_estimator": estimator, "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True},
+        "actor_rollout_ref": {"rollout": {"n": len(lengths)}},
     })
-    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(4)], "partition_id": "train", "__len__": lambda s: 4})()
+    n = len(lengths)
+    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(n)], "partition_id": "train", "__len__": lambda s: n})()
+    return trainer, meta, calls, store
+
+
+def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
+    """RLVRTrainer._compute_advantage on what the v1 trainer gives it: a KVBatchMeta whose rows are fetched with
+    tq.kv_batch_get as jagged (nested) tensors plus uid, and advantages written back with tq.kv_batch_put."""
+    lengths = [2, 3, 1, 2]
+    trainer, meta, calls, store = _trainer_on_fake_tq(monkeypatch, lengths, [1.0, 0.0, 0.0, 0.0], "grpo", step=1)
     metrics = {}
     assert trainer._compute_advantage(meta, metrics) == "put"
     assert "ref_rewards" not in calls["fields"]
@@ -190,47 +200,17 @@ def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeyp
     """For adv_estimator=aapo the extension also fetches ``extra_info`` (stored with each response by verl's agent
     loop) and pairs each response with a draw from the prompt's cache: the same advantages as advantage_step on a
     DataProto carrying that extra_info."""
-    from omegaconf import OmegaConf
-    from tensordict import NonTensorStack, TensorDict
-    from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
-
-    lengths, rewards = [2, 3, 1, 2], [1.0, 0.0, 1.0, 0.0]
-    uid = ["p0"] * 4
+    rewards = [1.0, 0.0, 1.0, 0.0]
     infos = [{"index": 0, "ref_rewards": [1.0, 0.0, 0.0, 0.0, 1.0]}] * 4
-    rm = [torch.zeros(n) for n in lengths]
-    for r, s in zip(rm, rewards):
-        r[-1] = s
-    store, calls = {}, {}
-
-    class FakeTQ:
-        @staticmethod
-        def kv_batch_get(keys, partition_id, select_fields):
-            calls["fields"] = list(select_fields)
-            return TensorDict({
-                "response_mask": torch.nested.nested_tensor([torch.ones(n) for n in lengths], layout=torch.jagged),
-                "rm_scores": torch.nested.nested_tensor(rm, layout=torch.jagged),
-                "uid": NonTensorStack(*uid),
-                "extra_info": NonTensorStack(*infos),
-            }, batch_size=[4])
-
-        @staticmethod
-        def kv_batch_put(keys, partition_id, fields):
-            store.update(fields=fields)
-            return "put"
-
-    monkeypatch.setattr(trainer_base, "tq", FakeTQ)
-    algorithm = {"adv_estimator": "aapo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True}
-    trainer = object.__new__(get_trainer_cls("rlvr"))
-    trainer.acr_tracker, trainer.global_steps = ACRTracker(), 3
-    trainer.config = OmegaConf.create({"algorithm": algorithm, "actor_rollout_ref": {"rollout": {"n": 4}}})
-    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(4)], "partition_id": "train", "__len__": lambda s: 4})()
+    trainer, meta, calls, store = _trainer_on_fake_tq(monkeypatch, [2, 3, 1, 2], rewards, "aapo", step=3,
+                                                      extra_info=infos)
     metrics = {}
     trainer._compute_advantage(meta, metrics)
     assert {"ref_rewards", "extra_info"} <= set(calls["fields"])
     assert "aapo/margin_mean" in metrics
 
     data = dataproto([rewards])
-    data.non_tensor_batch["uid"] = np.array(uid, dtype=object)
+    data.non_tensor_batch["uid"] = np.array(["p0"] * 4, dtype=object)
     data.non_tensor_batch["extra_info"] = np.array(infos, dtype=object)
     expected, _ = advantage_step(data, algo("aapo"), ACRTracker(), 4, 3)
     got = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
