@@ -211,12 +211,12 @@ class HFServer:
     ) -> list[tuple[list[int], Optional[list[float]]]]:
         """Left-pad ``prompts``, run one ``generate`` and cut each response after its first end-of-sequence token."""
         t0 = time.perf_counter()
-        width = max(map(len, prompts))
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[i, width - len(p) :] = 1
+        lengths = torch.tensor([len(p) for p in prompts])
+        width = int(lengths.max())
+        # left padding: pad the reversed prompts on the right, then flip back
+        reversed_prompts = [torch.tensor(p[::-1], dtype=torch.long) for p in prompts]
+        ids = torch.nn.utils.rnn.pad_sequence(reversed_prompts, batch_first=True, padding_value=self.pad_id).flip(1)
+        mask = (torch.arange(width) >= width - lengths[:, None]).long()
         do_sample = key.temperature > 0
         gen_kwargs: dict[str, Any] = dict(
             max_new_tokens=key.max_tokens,
@@ -239,16 +239,15 @@ class HFServer:
         if key.logprobs and out.scores:
             scores = torch.stack(out.scores, dim=1).float()  # (batch, steps, vocab), processed by the warpers
             logp = torch.log_softmax(scores, dim=-1).gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
-        results = []
-        eos = set(self.eos_ids) if not key.ignore_eos else set()
-        for i in range(new.shape[0]):
-            row = new[i].tolist()
-            end = len(row)
-            for j, tok in enumerate(row):
-                if tok in eos:
-                    end = j + 1
-                    break
-            results.append((row[:end], logp[i, :end].tolist() if logp is not None else None))
+        # each response ends after its first end-of-sequence token (generate pads the rest)
+        ends = torch.full((new.shape[0],), new.shape[1], dtype=torch.long)
+        if self.eos_ids and not key.ignore_eos:
+            is_eos = torch.isin(new, torch.tensor(self.eos_ids, dtype=new.dtype))
+            ends = torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, ends)
+        results = [
+            (new[i, :end].tolist(), logp[i, :end].tolist() if logp is not None else None)
+            for i, end in enumerate(ends.tolist())
+        ]
         self._stats["requests"] += len(prompts)
         self._stats["batches"] += 1
         self._stats["generate_s"] += time.perf_counter() - t0
