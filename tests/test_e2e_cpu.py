@@ -6,7 +6,7 @@ same global step and estimator state; a bad config fails in seconds, naming the 
 
 Start-up (~60 s per method in one driver) is amortised by running the selected methods one after another in one
 driver process and Ray cluster (``python -m recipes.tiny.run suite``), started once for the whole module with only
-the methods that pytest selected. Whole module: about 20 minutes on 2 cores. Quick subset (three methods and the
+the methods that pytest selected. Whole module: about 17 minutes on 2 cores. Quick subset (three methods and the
 bad-config checks, about 4 minutes)::
 
     python -m pytest -m e2e -k quick tests/test_e2e_cpu.py
@@ -188,3 +188,14 @@ def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> 
     assert "Traceback" not in proc.stderr
     assert not os.path.exists(tmp_path / "train.log"), "the trainer was started"
     assert elapsed < 90, f"took {elapsed:.0f} s to refuse the config"
+
+
+def test_silent_hang_is_stopped_at_the_timeout(tmp_path, tiny: str) -> None:
+    """8 TransferQueue storage units on 2 logical Ray CPUs: verl waits for resources without printing anything.
+    The runner must still stop the trainer at --timeout (exit 124) and say what usually causes it."""
+    out = str(tmp_path / "hang")
+    proc, elapsed = _train("grpo", out, 1, "transfer_queue.backend.SimpleStorage.num_data_storage_units=8",
+                           "ray_kwargs.ray_init.num_cpus=2", "trainer.val_before_train=false", timeout=60)
+    assert proc.returncode == 124, (proc.returncode, proc.stdout[-3000:])
+    assert "timed out after 60 s" in proc.stdout and "num_data_storage_units" in proc.stdout
+    assert elapsed < 60 + 60, f"took {elapsed:.0f} s to stop"

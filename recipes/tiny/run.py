@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Optional, Sequence
@@ -194,6 +196,13 @@ _MILESTONES = (
 )
 
 
+def _pump(stream: Any, lines: "queue.Queue[Optional[str]]") -> None:
+    """Copy ``stream`` line by line into ``lines``, then put ``None``."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
 def _terminate(proc: subprocess.Popen) -> None:
     """Stop the trainer's process group: SIGINT (lets Ray shut down), then SIGTERM, then SIGKILL."""
     for sig, wait in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 5)):
@@ -258,11 +267,21 @@ def train(
         proc = subprocess.Popen(cmd, cwd=out, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, start_new_session=True)
         try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                if time.monotonic() - t0 > timeout_s:
+            # a reader thread, so that a trainer that hangs without printing (e.g. waiting for Ray resources that
+            # never come) is still stopped at the deadline
+            lines: "queue.Queue[Optional[str]]" = queue.Queue()
+            threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+            while True:
+                remaining = timeout_s - (time.monotonic() - t0)
+                if remaining <= 0:
                     raise TimeoutError
+                try:
+                    line = lines.get(timeout=min(remaining, 5.0))
+                except queue.Empty:
+                    continue
+                if line is None:  # the trainer closed its output: it is exiting
+                    break
+                log.write(line)
                 for needle, label in _MILESTONES:
                     if needle in line:
                         say(f"[quickstart] {label} [{time.monotonic() - t0:.0f} s]")
@@ -271,7 +290,9 @@ def train(
             code = proc.wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0)))
             report_new_steps()
         except (TimeoutError, subprocess.TimeoutExpired):
-            say(f"[quickstart] timed out after {timeout_s:.0f} s; stopping the trainer")
+            say(f"[quickstart] timed out after {timeout_s:.0f} s; stopping the trainer (a run that stops printing "
+                "is usually waiting for Ray resources: ray_kwargs.ray_init.num_cpus/num_gpus, "
+                "transfer_queue.backend.SimpleStorage.num_data_storage_units; see docs/cpu.md)")
             _terminate(proc)
             code = 124
         except KeyboardInterrupt:
