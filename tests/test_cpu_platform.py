@@ -211,3 +211,21 @@ def test_server_refuses_prompt_that_leaves_no_room(tiny_model):
     server = _server(tiny_model, max_model_len=4)
     with pytest.raises(ValueError, match="max_model_len=4"):
         asyncio.run(server.generate([1, 2, 3, 4], {"temperature": 1.0}, request_id="x"))
+
+
+# ---------------------------------------------------------------------------------------------- plot
+
+
+def test_acr_from_rollout_dumps_groups_responses_by_prompt(tmp_path):
+    """Two steps of verl rollout dumps (uid ``<prompt>_<session>_<turn>``): step 1 has one collapsed group of two
+    (prompt a: 1, 1; prompt b: 0, 1) -> 0.5; step 2 has both collapsed -> 1.0."""
+    import json
+
+    from recipes.tiny.plot import acr_from_rollouts
+
+    dumps = {1: [("a", 1.0), ("a", 1.0), ("b", 0.0), ("b", 1.0)], 2: [("a", 0.0), ("a", 0.0), ("b", 1.0), ("b", 1.0)]}
+    for step, rows in dumps.items():
+        with open(tmp_path / f"{step}.jsonl", "w") as f:
+            for i, (prompt, score) in enumerate(rows):
+                f.write(json.dumps({"step": step, "uid": f"{prompt}_{i}_0", "score": score}) + "\n")
+    assert acr_from_rollouts(str(tmp_path)) == {1: 0.5, 2: 1.0}

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import sys
 from collections import defaultdict
 from typing import Optional
 
-COLLAPSE_TAU = 1e-6
 REWARD_KEY = "critic/score/mean"
 ACR_KEY = "acr/acr"
 
@@ -37,10 +35,18 @@ def read_metrics(path: str) -> dict[int, dict[str, float]]:
 
 
 def acr_from_rollouts(rollout_dir: str) -> dict[int, float]:
-    """``{step: ACR}`` from verl's rollout dumps (``<step>.jsonl``), grouping responses by prompt uid."""
+    """``{step: ACR}`` from verl's rollout dumps (``<step>.jsonl``), grouping responses by prompt uid.
+
+    The rate itself is :func:`advantage.diagnostics.advantage_collapse_rate`, the one the trainer extension logs.
+    """
+    import torch
+
+    from advantage.diagnostics import advantage_collapse_rate
+
     out: dict[int, float] = {}
     for path in glob.glob(os.path.join(rollout_dir, "*.jsonl")):
-        groups: dict[str, list[float]] = defaultdict(list)
+        scores: list[float] = []
+        prompts: list[str] = []
         step = None
         with open(path) as f:
             for line in f:
@@ -49,14 +55,10 @@ def acr_from_rollouts(rollout_dir: str) -> dict[int, float]:
                 rec = json.loads(line)
                 step = int(rec.get("step", os.path.basename(path).split(".")[0]))
                 uid = str(rec.get("uid", rec.get("input")))
-                groups[uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid].append(float(rec["score"]))
-        if step is not None and groups:
-            collapsed = 0
-            for scores in groups.values():
-                mean = sum(scores) / len(scores)
-                std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-                collapsed += std < COLLAPSE_TAU
-            out[step] = collapsed / len(groups)
+                prompts.append(uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid)
+                scores.append(float(rec["score"]))
+        if step is not None and scores:
+            out[step] = advantage_collapse_rate(torch.tensor(scores, dtype=torch.float64), prompts)
     return out
 
 
