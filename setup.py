@@ -7,7 +7,7 @@ setup(
     version="0.1.0",
     description="Advantage estimators, policy losses, rewards and recipes for RLVR on verl",
     python_requires=">=3.10",
-    packages=find_packages(include=["advantage*", "reward*", "recipes*", "launch*"]),
+    packages=find_packages(include=["advantage*", "reward*", "trainer*", "cpu_backend*", "tiny_task*", "toy*", "launch*"]),
     package_data={"": ["*.yaml", "*.md", "*.sh", "*.json", "*.jsonl", "*.parquet"]},
     include_package_data=True,
     install_requires=[
@@ -33,7 +33,7 @@ setup(
     },
     entry_points={
         # Loaded by `import verl` in every process (driver, TaskRunner, Ray workers).
-        "verl.plugins": ["rlvr_recipes = advantage.plugin"],
+        "verl.plugins": ["rlvr_recipes = launch.plugin"],
         "console_scripts": [],
     },
 )

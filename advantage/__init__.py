@@ -1,6 +1,6 @@
 """Group-relative advantage estimators, policy losses and collapse diagnostics for verl.
 
-Importing ``verl`` registers everything through the ``verl.plugins`` entry point (:mod:`advantage.plugin`):
+Importing ``verl`` registers everything through the ``verl.plugins`` entry point (:mod:`launch.plugin`):
 estimators in :mod:`advantage.estimators`, losses in :mod:`advantage.losses`. The verl-free pieces (group
 statistics, diagnostics, estimator state) are importable on their own.
 """

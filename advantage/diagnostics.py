@@ -94,6 +94,22 @@ def batch_diagnostics(
     return {prefix + k: v for k, v in out.items()}
 
 
+def rollout_acr(post_filter_acr: float, kept_groups: int, filtered_groups: int) -> float:
+    """ACR of the rollouts before DAPO's group filtering, from the post-filter ACR and the number of filtered groups.
+
+    DAPO's dynamic sampling drops every group whose filter metric (``acc``) is the same for all responses, so each
+    filtered group is a collapsed group of the rollouts: ``(ACR_post * N_kept + F) / (N_kept + F)``. Without
+    filtering (``F = 0``) it equals the post-filter ACR.
+
+    Args:
+        post_filter_acr: ACR of the kept batch.
+        kept_groups: ``N_kept``, groups in the kept batch.
+        filtered_groups: ``F``, groups dropped by the filter while this batch was assembled.
+    """
+    total = kept_groups + filtered_groups
+    return (post_filter_acr * kept_groups + filtered_groups) / total if total else 0.0
+
+
 def sequence_advantages(advantages: torch.Tensor, response_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``(bs,)`` per-response advantage from ``(bs,)`` or token-level ``(bs, L)`` advantages.
 

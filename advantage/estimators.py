@@ -91,6 +91,11 @@ class AGRAEOptions:
         beta: Table 1's positive/negative-dominant factor (10).
         gamma: Table 1's hard/easy-focused normaliser (0.5).
         reward_range: ``[r_lo, r_hi]`` mapped to ``[0, 1]`` for ``p`` and ``omega``; rewards outside are an error.
+            Unused when ``success_key`` is set.
+        success_key: the reward function's per-response success field (``reward_extra_info[key]``, e.g. ``acc``)
+            from which ``p`` and ``omega`` are taken instead of from the reward: the paper's ``p`` is a success rate
+            (Theorem 2), and a shaped reward (DAPO's overlong penalty, format terms) is not one. ``null``: the
+            rescaled reward. Read by the trainer extension (``trainer.v1.trainer_mode=rlvr``).
         ddof: std convention of the GRPO base (1 = verl's unbiased; the paper's identities hold for 0).
         epsilon: GRPO's epsilon.
     """
@@ -102,10 +107,13 @@ class AGRAEOptions:
     beta: float = 10.0
     gamma: float = 0.5
     reward_range: list = field(default_factory=lambda: [0.0, 1.0])
+    success_key: Optional[str] = None
     ddof: int = 1
     epsilon: float = GRPO_EPS
 
     def validate(self, section: str) -> None:
+        require(self.success_key is None or (isinstance(self.success_key, str) and self.success_key), section,
+                "success_key", self.success_key, "null or a reward_extra_info key such as acc")
         require(self.variant in AGRAE_VARIANTS, section, "variant", self.variant, f"one of {AGRAE_VARIANTS}")
         require(0.0 < self.alpha <= 1.0, section, "alpha", self.alpha, "0 < alpha <= 1 (Eq. 13)")
         require(self.beta > 0, section, "beta", self.beta, "beta > 0")
@@ -116,9 +124,16 @@ class AGRAEOptions:
 
 
 def agrae_advantage(
-    scores: torch.Tensor, stats: GroupStats, base: torch.Tensor, opts: AGRAEOptions
+    scores: torch.Tensor,
+    stats: GroupStats,
+    base: torch.Tensor,
+    opts: AGRAEOptions,
+    success: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """A-GRAE on ``(bs,)`` rewards and base advantages ``Â``.
+
+    ``p`` and ``omega`` are success rates: from ``success`` ``(bs,)`` in ``[0, 1]`` (each response's accuracy) when
+    given, else from the rewards rescaled by ``opts.reward_range``. The base ``Â`` stays that of the reward.
 
     - ``omega = mean of all B rescaled rewards of the batch`` (Eq. 11); ``p`` = the group's success rate (mean of
       its rescaled rewards, Theorem 2).
@@ -131,7 +146,10 @@ def agrae_advantage(
     Returns:
         ``(advantages (bs,), figures)`` with ``agrae/omega`` and ``agrae/pos_scale`` (the group-level factor).
     """
-    unit = rescale_rewards(scores, tuple(opts.reward_range), "algorithm.agrae.reward_range")
+    if success is None:
+        unit = rescale_rewards(scores, tuple(opts.reward_range), "algorithm.agrae.reward_range")
+    else:
+        unit = rescale_rewards(success.to(scores), (0.0, 1.0), f"algorithm.agrae.success_key={opts.success_key}")
     omega = unit.mean() if unit.numel() else unit.new_zeros(())
     p = stats.per_sample(segment_sum(unit, stats.gidx, stats.num_groups) / stats.count.clamp_min(1.0))
     interior = (p > 0.0) & (p < 1.0)
@@ -166,13 +184,22 @@ def _agrae(
     index: Any,
     config: Any,
     variant: Optional[str],
+    success: Optional[Any] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     opts = read_options(AGRAEOptions, config, "agrae")
     if variant is not None:
         opts.variant = variant
     scores, stats = _prepare(token_level_rewards, index, opts.ddof)
     base = base_advantage(scores, stats, norm_adv_by_std(config), opts.epsilon)
-    adv, figures = agrae_advantage(scores, stats, base, opts)
+    if success is None and opts.success_key is not None:
+        raise ValueError(
+            f"algorithm.agrae.success_key={opts.success_key!r} but no per-response success was passed: run with "
+            f"trainer.v1.trainer_mode=rlvr (the trainer extension reads reward_extra_info[{opts.success_key!r}])"
+        )
+    if success is not None:
+        success = torch.as_tensor(np.asarray(success, dtype=np.float32)).to(scores.device)
+        check_finite(success, "algorithm.agrae.success_key")
+    adv, figures = agrae_advantage(scores, stats, base, opts, success)
     state.LAST_METRICS.update(figures)
     return _finish(adv, response_mask)
 
@@ -183,6 +210,7 @@ def compute_agrae_advantage(
     response_mask: torch.Tensor,
     index: Optional[np.ndarray] = None,
     config: Optional[Any] = None,
+    success: Optional[Any] = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A-GRAE: asymmetric group-relative advantages (A-GRAE paper, Sec. 5.1, Eq. 11-13).
@@ -195,11 +223,12 @@ def compute_agrae_advantage(
         response_mask: ``(bs, L)``.
         index: ``(bs,)`` group ids (``uid``).
         config: ``algorithm`` config.
+        success: ``(bs,)`` per-response success in ``[0, 1]`` (``algorithm.agrae.success_key``), for ``p``/``omega``.
 
     Returns:
         ``(advantages, returns)``, both ``(bs, L)``.
     """
-    return _agrae(token_level_rewards, response_mask, index, config, None)
+    return _agrae(token_level_rewards, response_mask, index, config, None, success)
 
 
 def _register_agrae_variant(variant: str, doc: str) -> Any:
@@ -210,9 +239,10 @@ def _register_agrae_variant(variant: str, doc: str) -> Any:
         response_mask: torch.Tensor,
         index: Optional[np.ndarray] = None,
         config: Optional[Any] = None,
+        success: Optional[Any] = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return _agrae(token_level_rewards, response_mask, index, config, variant)
+        return _agrae(token_level_rewards, response_mask, index, config, variant, success)
 
     compute.__name__ = compute.__qualname__ = f"compute_agrae_{variant}_advantage"
     compute.__doc__ = doc + "\n\nSame signature and returns as :func:`compute_agrae_advantage`."
@@ -524,8 +554,8 @@ def compute_aapo_advantage(
     if ref_rewards is None:
         raise ValueError(
             "adv_estimator=aapo needs `ref_rewards` (bs,): the rewards of reference-model responses paired with the "
-            "policy responses. Run through this package's trainer (python -m recipes.main ...) with "
-            "data carrying cached reference rewards (python -m launch.ref_rewards ...), or pass ref_rewards."
+            "policy responses. Run with this package's trainer extension (trainer.v1.trainer_mode=rlvr, every "
+            "recipe's default) and data carrying cached reference rewards (python -m launch.ref_rewards ...), or pass ref_rewards."
         )
     scores, stats = _prepare(token_level_rewards, index, opts.ddof)
     ref = torch.as_tensor(ref_rewards, dtype=scores.dtype, device=scores.device).reshape(-1)

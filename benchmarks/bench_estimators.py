@@ -29,7 +29,7 @@ from bench_core import timed_round_robin  # noqa: E402
 import verl  # noqa: E402,F401
 from advantage import state  # noqa: E402
 from advantage.estimators import ESTIMATORS  # noqa: E402
-from recipes.trainer import draw_ref_rewards  # noqa: E402
+from trainer.extension import draw_ref_rewards  # noqa: E402
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, get_adv_estimator_fn, get_policy_loss_fn  # noqa: E402
 
 

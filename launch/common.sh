@@ -67,7 +67,7 @@ list_recipes() {
   local f
   for f in "$RLVR_ROOT"/configs/*.yaml; do
     f="$(basename "$f" .yaml)"
-    [ "$f" = rlvr_base ] || [ "$f" = cpu ] || names+=("$f")
+    [ "$f" = cpu ] || names+=("$f")
   done
   echo "${names[*]}"
 }
@@ -100,4 +100,47 @@ run_bg() {
   else
     "$@" &
   fi
+}
+
+# Modules of this package a job loads in every process (the CPU backend first under VERL_PLATFORM=cpu).
+PLUGIN_MODULES="launch.plugin"
+CPU_PLUGIN_MODULES="cpu_backend.plugin,launch.plugin"
+
+# Overrides every cluster launch adds: on a running cluster `ray.init` must not be given resources, which the CPU
+# config sets for its own local cluster (configs/cpu.yaml, ray_kwargs.ray_init).
+cluster_overrides() {
+  if [ "${VERL_PLATFORM:-}" = cpu ]; then
+    TRAIN_CMD+=("ray_kwargs.ray_init.num_cpus=null" "ray_kwargs.ray_init.num_gpus=null")
+  fi
+}
+
+# The job's runtime env as JSON: working_dir DIR (without .venv, runs, .git) and the named environment variables
+# (those set), plus VERL_PLATFORM and the plugin modules.
+runtime_env_json() {
+  local dir="$1"; shift
+  local modules="$PLUGIN_MODULES"
+  [ "${VERL_PLATFORM:-}" = cpu ] && modules="$CPU_PLUGIN_MODULES"
+  python3 - "$dir" "$modules" VERL_PLATFORM "$@" <<'PY'
+import json, os, sys
+d, modules, *names = sys.argv[1:]
+env = {n: os.environ[n] for n in names if os.environ.get(n)}
+env["VERL_USE_EXTERNAL_MODULES"] = modules
+# verl passes its own runtime_env (env_vars) to ray.init; combine it with the job's instead of failing on a shared key
+env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+print(json.dumps({"working_dir": d, "excludes": [".venv", "runs", ".git", "outputs", "**/__pycache__"],
+                  "env_vars": env}))
+PY
+}
+
+# Wait for Ray job ID to end; print Ray's status lines, return 0 if it succeeded and 1 if it failed or was stopped.
+job_exit_status() {
+  local out status
+  while true; do
+    out="$(ray job status --address "$RAY_ADDRESS" "$1" 2>&1)" || true
+    status="$(grep -Eo "Job '[^']*' (succeeded|failed|stopped)" <<<"$out" | awk '{print $NF}' | head -n 1)" || true
+    [ -z "$status" ] || break
+    sleep 5
+  done
+  grep -E "Job '|Status message" <<<"$out" | cut -c1-2000 >&2
+  [ "$status" = succeeded ]
 }

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Submit one recipe to an existing Ray cluster. The job's runtime env ships this repository as its working_dir
-# (on every worker's Python path) and loads the plugin through VERL_USE_EXTERNAL_MODULES, so no install is needed
-# on the cluster beyond verl itself.
+# Submit one recipe to an existing Ray cluster with `ray job submit`. The job's runtime env ships this repository as
+# its working_dir (first on every worker's Python path; .venv, runs/ and .git left out) and loads the plugin through
+# VERL_USE_EXTERNAL_MODULES, so the cluster needs verl only. Prints the submission id and returns; with --follow it
+# streams the job's log and returns the job's exit status (0 SUCCEEDED, 1 FAILED or STOPPED, with Ray's message).
 #   RAY_ADDRESS=http://head:8265 MODEL_PATH=... TRAIN_FILES=... VAL_FILES=... \
-#     bash launch/ray_submit.sh --recipe avspo --nnodes 2 --gpus-per-node 8
+#     bash launch/ray_submit.sh --recipe avspo --nnodes 2 --gpus-per-node 8 [--follow]
+# CPU recipe (VERL_PLATFORM=cpu in the environment): see docs/cluster.md.
+# FORWARD_ENV: space-separated names of further environment variables to pass to the job (e.g. "HF_TOKEN WANDB_API_KEY").
 set -euo pipefail
 # shellcheck source=launch/common.sh
 source "$(dirname "$0")/common.sh"
+FOLLOW=0
 usage() {
-  echo "usage: $0 [options] [-- KEY=VALUE ...]   (env RAY_ADDRESS: the cluster's dashboard address)"
+  echo "usage: $0 [--follow] [options] [-- KEY=VALUE ...]   (env RAY_ADDRESS: the cluster's dashboard address)"
+  echo "  --follow              stream the job's log, return its exit status"
   usage_common
 }
-parse_common "$@"
+args=()
+for a in "$@"; do
+  if [ "$a" = --follow ]; then FOLLOW=1; else args+=("$a"); fi
+done
+parse_common "${args[@]+"${args[@]}"}"
 check_inputs
 [ -n "${RAY_ADDRESS:-}" ] || die "RAY_ADDRESS is not set (the Ray dashboard address, e.g. http://head:8265)"
 train_command
-runtime_env="{\"working_dir\": \"$RLVR_ROOT\", \"env_vars\": {\"VERL_USE_EXTERNAL_MODULES\": \"advantage.plugin\", \"MODEL_PATH\": \"$MODEL_PATH\", \"TRAIN_FILES\": \"$TRAIN_FILES\", \"VAL_FILES\": \"$VAL_FILES\"}}"
-run ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$runtime_env" -- "${TRAIN_CMD[@]}"
+cluster_overrides
+SUBMISSION_ID="${SUBMISSION_ID:-rlvr-$RECIPE-$(date +%Y%m%d-%H%M%S)-$$}"
+# shellcheck disable=SC2086  # FORWARD_ENV is a list of names
+runtime_env="$(runtime_env_json "$RLVR_ROOT" MODEL_PATH TRAIN_FILES VAL_FILES ${FORWARD_ENV:-})"
+run ray job submit --address "$RAY_ADDRESS" --submission-id "$SUBMISSION_ID" --no-wait \
+  --runtime-env-json "$runtime_env" -- "${TRAIN_CMD[@]}"
+[ "$FOLLOW" = 1 ] || exit 0
+[ "$DRY_RUN" = 1 ] && { echo "ray job logs --address $RAY_ADDRESS --follow $SUBMISSION_ID"; exit 0; }
+ray job logs --address "$RAY_ADDRESS" --follow "$SUBMISSION_ID" || true
+job_exit_status "$SUBMISSION_ID"

@@ -1,77 +1,83 @@
-"""Cache AAPO's reference rewards: sample M responses per prompt from the frozen reference model, score them with the
-training reward, store them with the dataset.
+"""Cache AAPO's reference rewards: sample M responses per prompt from the frozen reference model with the recipe's own
+sampling settings and length limit, score them with the recipe's own reward, store them with the dataset.
 
-    python -m launch.ref_rewards --data data/train.parquet --model $MODEL_PATH --samples 16 --backend vllm \
-        --output data/train_ref.parquet                                   # GPU
-    python -m launch.ref_rewards --data data/train.parquet --generations ref_gens.jsonl --output data/train_ref.parquet
+    python -m launch.ref_rewards --config-name aapo --model $MODEL_PATH --backend vllm \
+        --output data/train_ref.parquet -- <the training run's overrides>                      # GPU
+    python -m launch.ref_rewards --config-name aapo --generations ref_gens.jsonl --output data/train_ref.parquet
 
-Each row gets ``extra_info["ref_rewards"]`` (M floats). During training the trainer extension
-(``trainer.v1.trainer_mode=rlvr``) draws G distinct ones per prompt, from a permutation drawn from (seed, step), and
-pairs them with the G policy responses (AAPO Eq. 5). The reference model is frozen, so sampling once before training
-gives rewards from the same distribution as sampling it every step (the paper's +28-45 % step time, Table 4) at the
-cost of reusing M samples across epochs.
+The recipe (``--config-name`` + Hydra overrides after ``--``) is composed as ``python -m verl.trainer.main_ppo`` composes
+it; from it come the reward (``reward.custom_reward_function`` path, name, ``reward_kwargs``), the length limit
+(``data.max_response_length``), the sampling settings (``actor_rollout_ref.rollout`` temperature / top_p / top_k), the
+data (``data.train_files``, unless ``--data``) and the model (``actor_rollout_ref.model.path``, unless ``--model``).
+These settings are recorded in the cache's parquet metadata; the trainer extension (``trainer.v1.trainer_mode=rlvr``)
+refuses at start a cache whose settings differ from the training run's, naming both.
+
+Each row gets ``extra_info["ref_rewards"]`` (M floats). During training the G responses of a prompt are paired with G
+distinct cached rewards (AAPO Eq. 5). By default M = G x epochs, so that no reference sample of a prompt is drawn twice
+over the run: the frozen reference's samples are then the paper's per-step reference sampling in distribution, at a
+fraction of its cost (AAPO Table 4: +28-45 % step time). A smaller ``--samples`` is allowed and warned about.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pandas as pd
 
 from launch.evaluate import generate
+from reward.reference import attach_ref_rewards, planned_epochs, reference_settings, reuse_warning, write_cache
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+
+
+def compose_recipe(name: str, overrides: Sequence[str] = ()) -> Any:
+    """The recipe ``configs/<name>.yaml`` with ``overrides``, composed as verl's ``main_ppo`` composes it."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
 
 
 def load_reward_fn(path: Optional[str], name: str) -> Callable[..., object]:
-    """The training reward: a verl custom reward function file (``path``, ``name``), else this package's math reward."""
-    if path:
-        from verl.utils.import_utils import load_extern_object
+    """The training reward: verl's custom reward function (``path`` a file or ``pkg://module``, ``name``)."""
+    if not path:
+        from reward.math_reward import compute_score
 
-        return load_extern_object(module_path=path, object_name=name)
-    from reward.math_reward import compute_score
+        return compute_score
+    from verl.utils.import_utils import load_extern_object
 
-    return compute_score
-
-
-def _score(fn: Callable[..., object], data_source: str, response: str, truth: str, extra: dict) -> float:
-    out = fn(data_source=data_source, solution_str=response, ground_truth=truth, extra_info=extra)
-    return float(out["score"] if isinstance(out, dict) else out)
+    return load_extern_object(module_path=path, object_name=name)
 
 
-def attach_ref_rewards(df: pd.DataFrame, responses: Sequence[Sequence[str]], reward_fn: Callable[..., object]) -> pd.DataFrame:
-    """Score ``responses[i]`` (M strings) for row i and store them as ``extra_info["ref_rewards"]``."""
-    if len(responses) != len(df):
-        raise ValueError(f"{len(responses)} response lists for {len(df)} prompts")
-    out = df.copy()
-    infos = []
-    for i, (info, source, rm, resp) in enumerate(zip(df["extra_info"], df["data_source"], df["reward_model"], responses)):
-        info = dict(info) if isinstance(info, dict) else {"index": i}
-        info.setdefault("index", i)
-        info["ref_rewards"] = [_score(reward_fn, source, r, rm["ground_truth"], info) for r in resp]
-        infos.append(info)
-        if (i + 1) % 100 == 0:
-            print(f"[ref_rewards] scored {i + 1}/{len(df)} prompts", flush=True)
-    out["extra_info"] = infos
-    return out
+def default_samples(config: Any, num_prompts: int) -> int:
+    """M = G x epochs: no prompt's reference sample is drawn twice over the run."""
+    return int(math.ceil(int(config.actor_rollout_ref.rollout.n) * planned_epochs(config, num_prompts)))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="verl parquet (python -m launch.data)")
+    parser.add_argument("--config-name", default="aapo", help="the training recipe (configs/<name>.yaml)")
+    parser.add_argument("--data", help="verl parquet (default: the recipe's data.train_files)")
     parser.add_argument("--output", required=True)
     parser.add_argument("--generations", help="JSONL with one {'index', 'responses'} per prompt, instead of a model")
-    parser.add_argument("--model", help="the frozen reference model (the initial policy)")
+    parser.add_argument("--model", help="the frozen reference model (default: the recipe's actor_rollout_ref.model.path)")
     parser.add_argument("--backend", default="vllm", choices=["vllm", "hf"])
-    parser.add_argument("--samples", type=int, default=16, help="M responses per prompt (>= rollout.n)")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--max-new-tokens", type=int, default=2048)
-    parser.add_argument("--reward-path", help="verl custom reward function file (default: reward/math_reward.py)")
-    parser.add_argument("--reward-name", default="compute_score")
+    parser.add_argument("--samples", type=int, help="M responses per prompt (default: rollout.n x epochs)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training run, after --")
     args = parser.parse_args(argv)
-    df = pd.read_parquet(args.data)
+    config = compose_recipe(args.config_name, args.overrides)
+    settings = reference_settings(config)
+    if settings["top_k"] not in (-1, 0):
+        raise ValueError(f"actor_rollout_ref.rollout.top_k={settings['top_k']}: reference sampling supports top_k=-1 only")
+    data = args.data or str(list(config.data.train_files)[0] if not isinstance(config.data.train_files, str)
+                            else config.data.train_files)
+    df = pd.read_parquet(data)
+    group, epochs = int(config.actor_rollout_ref.rollout.n), planned_epochs(config, len(df))
+    samples = args.samples or default_samples(config, len(df))
     if args.generations:
         with open(args.generations) as f:
             by_index = {int(r["index"]): r["responses"] for r in map(json.loads, filter(str.strip, f))}
@@ -80,17 +86,23 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if missing:
             raise ValueError(f"--generations lacks prompts with index {missing[:10]}")
         responses = [by_index[i] for i in indices]
-    elif args.model:
-        rows = generate(args.model, [args.data], args.samples, args.backend, args.temperature, args.top_p,
-                        args.max_new_tokens)
-        responses = [r["responses"] for r in rows]
+        samples = min(len(r) for r in responses) if responses else samples
     else:
-        parser.error("give --model (sample the reference) or --generations (precomputed)")
-    out = attach_ref_rewards(df, responses, load_reward_fn(args.reward_path, args.reward_name))
+        model = args.model or str(config.actor_rollout_ref.model.path)
+        rows = generate(model, [data], samples, args.backend, settings["temperature"], settings["top_p"],
+                        settings["max_response_length"])
+        responses = [r["responses"] for r in rows]
+    if samples < group:
+        parser.error(f"{samples} reference samples per prompt < rollout.n {group}: each response needs its own")
+    warning = reuse_warning(samples, group, epochs)
+    if warning:
+        print(f"[ref_rewards] WARNING: {warning}", flush=True)
+    reward_fn = load_reward_fn(settings["reward_path"], settings["reward_name"])
+    out = attach_ref_rewards(df, responses, reward_fn, settings["reward_kwargs"])
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    out.to_parquet(args.output)
-    print(f"[ref_rewards] wrote {len(out)} prompts with {len(responses[0]) if responses else 0} reference rewards each "
-          f"to {args.output}")
+    write_cache(out, args.output, settings, samples)
+    print(f"[ref_rewards] wrote {len(out)} prompts with {samples} reference rewards each to {args.output}; "
+          f"settings {json.dumps(settings, sort_keys=True)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Exact-match reward for integer arithmetic answers (the embedded default task, :mod:`recipes.tiny.build`).
+"""Exact-match reward for integer arithmetic answers (the embedded default task, :mod:`tiny_task.build`).
 
 Use it as verl's custom reward function::
 

@@ -27,6 +27,7 @@ _ANSWER_IS = re.compile(r"answer\s*(?:is\b|:)\s*:?", re.IGNORECASE)
 _NUMBER = re.compile(
     r"-?\\[dt]?frac\{-?\d+\}\{-?\d+\}"  # \frac{3}{4}
     r"|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,250 / 12,345.5
+    r"|-?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\d,.])(?:\.\d+)?"  # 12 000 (SI thousands spaces)
     r"|-?\d+(?:\.\d+)?(?:/\d+)?"  # 42 / 3.5 / 3/4
     r"|-?\.\d+"  # .5
 )
@@ -113,7 +114,33 @@ def last_number(text: str) -> Optional[str]:
     if last is None:
         return None
     s = last.group(0)
-    return s.replace(",", "") if "frac" not in s else s
+    return re.sub(r"[, \u00a0\u202f]", "", s) if "frac" not in s else s
+
+
+_MATH_SPAN = re.compile(r"\$([^$]{1,500})\$|\\\((.{1,500}?)\\\)")
+
+
+def _last_math_span(text: str) -> Optional[str]:
+    """The last inline math span (``$...$`` or ``\\(...\\)``) when it holds the response's last number, else None.
+
+    "x lies in $[0,1)$." gives ``[0,1)`` where the last-number rule alone would give ``1``; a span with ``=`` gives
+    what follows its last ``=`` (``$x = 3$`` -> ``3``).
+    """
+    tail = text[-MAX_NUMBER_SCAN_CHARS:]
+    span = None
+    for m in _MATH_SPAN.finditer(tail):
+        span = m
+    if span is None:
+        return None
+    after = tail[span.end() :]
+    if _NUMBER.search(after):
+        return None
+    content = (span.group(1) if span.group(1) is not None else span.group(2)).strip()
+    if not _NUMBER.search(content) and "\\infty" not in content and "\\pi" not in content:
+        return None
+    if "=" in content and "," not in content:
+        content = content.rsplit("=", 1)[1].strip()
+    return content or None
 
 
 def _answer_block(text: str) -> Optional[str]:
@@ -154,4 +181,4 @@ def extract_answer(response: str, boxed_only: bool = False) -> Optional[str]:
     answer = _after_answer_is(text)
     if answer is not None:
         return answer
-    return last_number(text)
+    return _last_math_span(text) or last_number(text)

@@ -156,6 +156,34 @@ def score_components(
     return out
 
 
+class MissingGroundTruth(ValueError):
+    """A dataset row without a usable ground truth: a silent 0 would train the policy on a wrong label."""
+
+
+def _missing(ground_truth: Any) -> bool:
+    if ground_truth is None:
+        return True
+    if isinstance(ground_truth, float) and math.isnan(ground_truth):  # a missing parquet cell read by pandas
+        return True
+    if isinstance(ground_truth, str):
+        return not ground_truth.strip()
+    if isinstance(ground_truth, (list, tuple)) or type(ground_truth).__name__ == "ndarray":
+        return all(_missing(g) for g in ground_truth)
+    return False
+
+
+def check_ground_truth(ground_truth: Any, data_source: Any = None, extra_info: Optional[dict] = None) -> None:
+    """Raise :class:`MissingGroundTruth` naming the sample when ``ground_truth`` is missing or empty."""
+    if not _missing(ground_truth):
+        return
+    info = extra_info if isinstance(extra_info, dict) else {}
+    where = ", ".join(f"{k}={info[k]!r}" for k in ("split", "index") if k in info) or "no index in extra_info"
+    raise MissingGroundTruth(
+        f"ground truth is missing or empty ({ground_truth!r}) for the sample of data_source={data_source!r} ({where}); "
+        "fix the dataset row (reward_model.ground_truth) instead of scoring it 0"
+    )
+
+
 def compute_score(
     data_source: Any = None,
     solution_str: str = "",
@@ -169,8 +197,9 @@ def compute_score(
     ``accuracy``), ``weights`` (component -> weight, replaces the recipe), ``boxed_only`` (only boxed answers
     count), ``timeout_s`` (hard limit on one symbolic comparison, default 3), ``cosine_max_len``,
     ``cosine_min_value_correct``, ``cosine_max_value_correct``, ``cosine_min_value_wrong``,
-    ``cosine_max_value_wrong`` (:func:`cosine_scaled_accuracy`). An unknown option raises ``ValueError``; no
-    response ever does.
+    ``cosine_max_value_wrong`` (:func:`cosine_scaled_accuracy`). An unknown option raises ``ValueError``, and a
+    missing or empty ground truth raises :class:`MissingGroundTruth` naming the sample (verl's reward loop then stops
+    the run); no response ever does.
 
     Returns:
         ``{"score": sum_k w_k * component_k, "acc": accuracy, <every component>: value}``.
@@ -179,6 +208,7 @@ def compute_score(
     if unknown:
         raise ValueError(f"unknown reward_kwargs {unknown}; known: {sorted(_OPTIONS)}")
     weights = resolve_weights(kwargs.get("recipe", "accuracy"), kwargs.get("weights"))
+    check_ground_truth(ground_truth, data_source, extra_info)
     cosine = {k[len("cosine_") :]: float(v) for k, v in kwargs.items() if k.startswith("cosine_")}
     if cosine.get("max_len", 1.0) <= 0:
         raise ValueError(f"reward_kwargs.cosine_max_len must be > 0, got {cosine['max_len']}")

@@ -5,7 +5,7 @@ of rollout -> reward -> advantage -> loss -> update -> weight sync; a checkpoint
 same global step and estimator state; a bad config fails in seconds, naming the key.
 
 Start-up (~60 s per method in one driver) is amortised by running the selected methods one after another in one
-driver process and Ray cluster (``python -m recipes.tiny.run suite``), started once for the whole module with only
+driver process and Ray cluster (``python -m launch.cpu_run suite``), started once for the whole module with only
 the methods that pytest selected. Whole module: about 17 minutes on 2 cores. Quick subset (three methods and the
 bad-config checks, about 4 minutes)::
 
@@ -33,13 +33,13 @@ PACKAGE_ESTIMATORS = [
     "avspo", "grpo_n", "grpo_pos_only", "w_reinforce",
 ]
 PACKAGE_LOSSES = ["cw_grpo", "aapo"]  # aapo: AAPO's estimator and loss together
-VERL_BASELINES = ["grpo", "drgrpo", "dapo", "gspo"]
+VERL_BASELINES = ["grpo", "drgrpo", "dapo", "gspo", "agrae_dapo"]
 QUICK = {"grpo", "avspo", "cw_grpo"}
 METHODS = VERL_BASELINES + PACKAGE_ESTIMATORS + PACKAGE_LOSSES
 
 #: Per method, metrics the method itself must log at every step (its estimator or loss ran).
 OWN_METRICS = {
-    **{m: ["agrae/omega"] for m in PACKAGE_ESTIMATORS if m.startswith("agrae")},
+    **{m: ["agrae/omega"] for m in PACKAGE_ESTIMATORS + ["agrae_dapo"] if m.startswith("agrae")},
     "avspo": ["avspo/tau_adapt", "avspo/acr"],
     "aapo": ["aapo/margin_mean"],
 }
@@ -65,7 +65,7 @@ def _read_steps(path: str) -> dict[int, dict]:
 @pytest.fixture(scope="module")
 def tiny() -> str:
     """The tiny model and data of ``runs/tiny`` (built once, with the quickstart's settings)."""
-    code = "import sys; from recipes.tiny.run import ensure_tiny; ensure_tiny(sys.argv[1])"
+    code = "import sys; from launch.cpu_run import ensure_tiny; ensure_tiny(sys.argv[1])"
     proc = subprocess.run([_python(), "-c", code, TINY_DIR], cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return TINY_DIR
@@ -83,10 +83,10 @@ def _selected_methods(session: pytest.Session) -> list[str]:
 
 @pytest.fixture(scope="module")
 def suite_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny: str) -> dict:
-    """Run the selected methods once, in one driver (``recipes.tiny.run suite``); ``{method: outcome}``."""
+    """Run the selected methods once, in one driver (``launch.cpu_run suite``); ``{method: outcome}``."""
     methods = _selected_methods(request.session)
     out = tmp_path_factory.mktemp("e2e_suite")
-    cmd = [_python(), "-m", "recipes.tiny.run", "suite", ",".join(methods), "--steps", str(STEPS),
+    cmd = [_python(), "-m", "launch.cpu_run", "suite", ",".join(methods), "--steps", str(STEPS),
            "--out", str(out), "--tiny-dir", TINY_DIR, "--", *SUITE_OVERRIDES]
     timeout = 300 + SUITE_TIMEOUT_PER_METHOD_S * len(methods)
     t0 = time.monotonic()
@@ -114,7 +114,10 @@ def test_method_trains(method: str, suite_results: dict) -> None:
         for key in ("actor/pg_loss", "actor/grad_norm", "critic/score/mean", "acr/acr", "timing_s/step"):
             assert key in data, f"{method} step {step}: {key} not logged"
             assert math.isfinite(float(data[key])), f"{method} step {step}: {key}={data[key]}"
-        assert 0.0 <= data["critic/score/mean"] <= 1.0
+        if method == "agrae_dapo":  # DAPO's overlong shaping puts scores in [-1, 1]; omega is a success rate
+            assert -1.0 <= data["critic/score/mean"] <= 1.0 and 0.0 <= data["agrae/omega"] <= 1.0
+        else:
+            assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert 0.0 <= data["acr/acr"] <= 1.0
         assert data["training/global_step"] == step
         for key in OWN_METRICS.get(method, []):
@@ -123,12 +126,17 @@ def test_method_trains(method: str, suite_results: dict) -> None:
             assert any("cw_grpo/" in k for k in data), f"cw_grpo step {step}: no cw_grpo/* loss metric"
         if method in ("grpo_n",):  # keeps only negative advantages
             assert data["critic/advantages/max"] <= 1e-6, data["critic/advantages/max"]
+        if method in ("dapo", "agrae_dapo"):  # acr/acr describes the rollouts, filtered groups included
+            assert "acr/acr_post_filter" in data and "acr/filtered_groups" in data
+            assert data["acr/acr"] >= data["acr/acr_post_filter"] - 1e-9 or data["acr/filtered_groups"] == 0
         if method == "grpo_pos_only":
             assert data["critic/advantages/min"] >= -1e-6, data["critic/advantages/min"]
+    if method == "agrae_dapo":  # the shaping really ran: some response scored below 0 (a penalised length)
+        assert min(d["critic/score/min"] for d in steps.values()) < 0.0, [d["critic/score/min"] for d in steps.values()]
 
 
 def _train(method: str, out: str, steps: int, *overrides: str, ranks: int = 1, timeout: float = 900) -> tuple:
-    cmd = [_python(), "-m", "recipes.tiny.run", "train", method, "--steps", str(steps), "--ranks", str(ranks),
+    cmd = [_python(), "-m", "launch.cpu_run", "train", method, "--steps", str(steps), "--ranks", str(ranks),
            "--out", out, "--tiny-dir", TINY_DIR, "--timeout", str(timeout), "--", *overrides]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 120)
@@ -178,7 +186,7 @@ def test_resume_two_ranks_restores_step_and_estimator_state(tmp_path, tiny: str)
 )
 def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> None:
     """A bad method, option or loss stops before Ray starts, within a minute, with the key in the message."""
-    cmd = [_python(), "-m", "recipes.tiny.run", "train", *args[:1], "--out", str(tmp_path), "--tiny-dir", TINY_DIR,
+    cmd = [_python(), "-m", "launch.cpu_run", "train", *args[:1], "--out", str(tmp_path), "--tiny-dir", TINY_DIR,
            *args[1:]]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -199,3 +207,28 @@ def test_silent_hang_is_stopped_at_the_timeout(tmp_path, tiny: str) -> None:
     assert proc.returncode == 124, (proc.returncode, proc.stdout[-3000:])
     assert "timed out after 60 s" in proc.stdout and "num_data_storage_units" in proc.stdout
     assert elapsed < 60 + 60, f"took {elapsed:.0f} s to stop"
+
+
+VLLM_VENV = os.path.join(ROOT, ".venv-vllm")
+#: bf16 rollout against the fp32 trainer: per-token probabilities differ by bf16 rounding of the logits, not more
+VLLM_PROBS_DIFF_MAX = 0.1
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(VLLM_VENV, ".installed")),
+                    reason="optional vLLM CPU environment .venv-vllm absent (make setup-vllm; not installed in CI)")
+def test_vllm_rollout_two_steps(tmp_path, tiny: str) -> None:
+    """verl's own vLLM rollout (vLLM's CPU build, ``--rollout vllm``) for two steps: the trainer's recomputed
+    probabilities agree with the rollout's (verl's ``training/rollout_probs_diff_max``; bf16 rollout, fp32 trainer)."""
+    out = str(tmp_path / "vllm")
+    cmd = ["bash", "launch/quickstart.sh", "grpo", "--rollout", "vllm", "--steps", "2", "--out", out,
+           "--tiny-dir", TINY_DIR, "--timeout", "1200", "--", *SUITE_OVERRIDES]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    log = open(os.path.join(out, "train.log")).read()
+    assert "vLLMHttpServer" in log or "vllm" in log.lower(), "no vLLM server in train.log"
+    steps = _read_steps(os.path.join(out, "metrics.jsonl"))
+    assert sorted(steps) == [1, 2], sorted(steps)
+    for step, data in steps.items():
+        assert 0.0 <= data["critic/score/mean"] <= 1.0
+        diff = float(data["training/rollout_probs_diff_max"])
+        assert math.isfinite(diff) and diff < VLLM_PROBS_DIFF_MAX, f"step {step}: rollout_probs_diff_max {diff}"

@@ -399,3 +399,22 @@ def test_sign_modifiers_partition_grpo(groups):
     neg, pos = call("grpo_n", groups), call("grpo_pos_only", groups)
     assert (neg <= 0).all() and (pos >= 0).all()
     torch.testing.assert_close(neg + pos, grpo)
+
+
+def test_agrae_p_and_omega_from_accuracy_under_shaped_rewards():
+    # DAPO-shaped scores of one group: correct 1.0, correct but overlong 0.5, wrong and overlong -0.5, wrong 0.0;
+    # accuracy [1, 1, 0, 0]: p = omega = 1/2. Dr.GRPO base (r - mean, mean 0.25): [0.75, 0.25, -0.75, -0.25].
+    # Eq. 12: 0.5/(2 sqrt 0.5) + 0.5/(2 sqrt 0.5) = 1/sqrt(2); Eq. 13: positives x min(1, 0.5/1) = 0.5.
+    cfg = algo("agrae", norm_adv_by_std_in_grpo=False, success_key="acc")
+    cfg.adv_estimator = "agrae"
+    adv = run("agrae", [[1.0, 0.5, -0.5, 0.0]], cfg, success=np.array([1.0, 1.0, 0.0, 0.0]))
+    assert adv.tolist() == pytest.approx([0.2651650, 0.0883883, -0.5303301, -0.1767767], rel=1e-5)
+    assert state.LAST_METRICS["agrae/omega"] == pytest.approx(0.5)
+    # from the shaped score itself, -0.5 lies outside the reward range: the error the recipe used to hit
+    with pytest.raises(ValueError, match="reward_range"):
+        run("agrae", [[1.0, 0.5, -0.5, 0.0]], algo("agrae", norm_adv_by_std_in_grpo=False))
+    # success_key set but no success passed: an error naming the key, not a silent fall-back to the score
+    with pytest.raises(ValueError, match="success_key"):
+        run("agrae", [[1.0, 0.0]], cfg)
+    with pytest.raises(ValueError, match="success_key"):  # success must be a rate in [0, 1]
+        run("agrae", [[1.0, 0.0]], cfg, success=np.array([2.0, 0.0]))

@@ -37,7 +37,7 @@ def test_ray_submit_dry_run():
     assert words[:5] == ["ray", "job", "submit", "--address", "http://head:8265"]
     runtime = json.loads(words[words.index("--runtime-env-json") + 1])
     assert runtime["working_dir"] == str(ROOT)
-    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "advantage.plugin"
+    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "launch.plugin"
     assert runtime["env_vars"]["MODEL_PATH"] == "/models/m"
     assert words[words.index("--") + 1:][:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in words
@@ -81,3 +81,20 @@ def test_shell_scripts_pass_shellcheck():
     scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "launch").glob("*.sh"))] + [".ci/run"]
     out = subprocess.run([shellcheck, "-x", *scripts], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
+
+
+def test_ray_submit_cpu_mode_follow_and_forwarded_env_dry_run():
+    out = launch("ray_submit.sh", "--recipe", "cpu", "--nnodes", "2", "--gpus-per-node", "1", "--follow", "--dry-run",
+                 env={**ENV, "RAY_ADDRESS": "http://head:8265", "VERL_PLATFORM": "cpu", "SUBMISSION_ID": "j1",
+                      "FORWARD_ENV": "HF_TOKEN", "HF_TOKEN": "t"})
+    assert out.returncode == 0, out.stderr
+    submit, follow = out.stdout.strip().splitlines()
+    words = shlex.split(submit)
+    runtime = json.loads(words[words.index("--runtime-env-json") + 1])
+    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "cpu_backend.plugin,launch.plugin"
+    assert runtime["env_vars"]["VERL_PLATFORM"] == "cpu" and runtime["env_vars"]["HF_TOKEN"] == "t"
+    assert runtime["env_vars"]["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+    assert ".venv" in runtime["excludes"] and "runs" in runtime["excludes"]
+    assert words[words.index("--submission-id") + 1] == "j1" and "--no-wait" in words
+    assert words[-2:] == ["ray_kwargs.ray_init.num_cpus=null", "ray_kwargs.ray_init.num_gpus=null"]
+    assert follow == "ray job logs --address http://head:8265 --follow j1"

@@ -27,7 +27,7 @@ def test_import_verl_alone_registers_everything():
 
 
 def test_external_modules_variable_registers_without_entry_points():
-    out = _python(CHECK, VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="advantage.plugin")
+    out = _python(CHECK, VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="launch.plugin")
     assert out.returncode == 0, out.stderr[-3000:]
 
 

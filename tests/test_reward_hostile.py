@@ -122,3 +122,35 @@ def test_without_worker_processes_threads_still_get_bounded_answers(monkeypatch)
         assert out["score"] == 0.0 and elapsed < BOUND_S, f"{name}: {elapsed:.2f} s"
     out, _ = _timed("\\boxed{\\frac{\\sqrt{3}}{2}}", "\\frac{1}{2}\\sqrt{3}")
     assert out["score"] == 1.0
+
+
+def _code_payloads(canary) -> dict[str, str]:
+    """Answers that run code if anything evaluates them as Python: each would create ``canary``."""
+    call = f"__import__('os').system('touch {canary}')"
+    return {
+        "boxed": f"\\boxed{{{call}}}",
+        "answer tags": f"<answer>{call}</answer>",
+        "the answer is": f"The answer is {call}",
+        "sympy matrix": f"\\boxed{{Matrix([[1, 0], [0, 1]]).det() + ({call} or 0)}}",
+        "open via builtins": f"\\boxed{{open('{canary}', 'w').write('x')}}",
+        "lambda": f"\\boxed{{(lambda: {call})()}}",
+        "dunder walk": "\\boxed{().__class__.__base__.__subclasses__()}",
+        "exec": f"\\boxed{{exec(\"{call}\")}}",
+    }
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["worker process", "in-process"])
+def test_no_model_text_is_ever_evaluated(tmp_path, monkeypatch, sandboxed):
+    """Python in an answer is text: it never runs (the canary file is never written) and it scores 0, in the
+    verification worker and in the in-process fallback, with ground truths it would 'equal' if it ran (0, 1)."""
+    if not sandboxed:
+        monkeypatch.setenv("RLVR_VERIFY_SANDBOX", "0")
+    equivalence._symbolic_cached.cache_clear()
+    canary = tmp_path / "canary"
+    for name, response in _code_payloads(canary).items():
+        for truth in ("0", "1", "x"):
+            out = compute_score("math", response, truth)
+            assert out["score"] == 0.0, (name, truth, out)
+            assert not canary.exists(), f"{name}: the answer ran as code"
+    equivalence._symbolic_cached.cache_clear()
+

@@ -154,3 +154,19 @@ def test_runs_inside_verl_naive_reward_manager(tmp_path):
     expected = 1.0 + 2.0 * cosine_scaled_accuracy(True, len(text), 1000)
     assert out["reward_score"] == pytest.approx(expected)
     assert out["reward_extra_info"]["acc"] == 1.0 and out["reward_extra_info"]["format_think_delimiter"] == 1.0
+
+
+@pytest.mark.parametrize("truth", [None, "", "   ", float("nan"), [], [None, ""]], ids=repr)
+def test_missing_ground_truth_stops_with_the_sample_named(truth):
+    """Bad data (issue 11, item 5): never a silent 0; the message names the data source and the row."""
+    from reward.math_reward import MissingGroundTruth
+
+    with pytest.raises(MissingGroundTruth, match=r"data_source='gsm8k' \(split='train', index=17\)"):
+        compute_score("gsm8k", "\\boxed{4}", truth, extra_info={"split": "train", "index": 17})
+    with pytest.raises(ValueError, match="no index in extra_info"):
+        compute_score("gsm8k", "\\boxed{4}", truth)
+
+
+def test_a_list_with_one_usable_truth_is_scored():
+    assert compute_score("gsm8k", "\\boxed{4}", [None, "4"])["score"] == 1.0
+    assert compute_score("gsm8k", "\\boxed{4}", 4)["score"] == 1.0

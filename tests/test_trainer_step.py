@@ -13,7 +13,7 @@ from advantage import state
 from advantage.diagnostics import ACRTracker
 from advantage.losses import covariance_weights
 from launch.ref_rewards import main as ref_main
-from recipes.trainer import advantage_step, draw_ref_rewards, load_state, save_state
+from trainer.extension import advantage_step, draw_ref_rewards, load_state, save_state
 
 from tests.helpers import algo, batch
 
@@ -91,17 +91,16 @@ def test_avspo_state_survives_save_and_load(tmp_path):
     for groups in ([[1, 1], [0, 0], [1, 0]], [[1, 1], [1, 1], [1, 0]]):
         advantage_step(dataproto(groups), cfg, tracker)
     before = state.state_dict()
-    save_state(str(tmp_path / "global_step_2"), tracker)
+    save_state(str(tmp_path / "global_step_2"), tracker, 2)
     after_save, m_after = advantage_step(dataproto([[1, 1], [1, 1], [0, 0]]), cfg, tracker)
 
     state.reset()
     resumed = ACRTracker()
-    assert load_state(str(tmp_path / "global_step_2"), resumed)
+    assert load_state(str(tmp_path / "global_step_2"), resumed, 2)["global_step"] == 2
     assert state.state_dict() == before and before["avspo"]["step"] == 2
     again, m_again = advantage_step(dataproto([[1, 1], [1, 1], [0, 0]]), cfg, resumed)
     torch.testing.assert_close(again.batch["advantages"], after_save.batch["advantages"])
     assert m_again == m_after
-    assert not load_state(str(tmp_path / "missing"), ACRTracker())
     assert json.loads((tmp_path / "global_step_2" / "rlvr_state.json").read_text())["estimators"]["avspo"]["step"] == 2
 
 
@@ -122,9 +121,45 @@ def test_ref_rewards_command_on_precomputed_generations(tmp_path):
     gens.write_text("\n".join(json.dumps(r) for r in [
         {"index": 0, "responses": ["\\boxed{2}", "\\boxed{3}", "2"]},
         {"index": 1, "responses": ["\\boxed{5}", "\\boxed{4}", "\\boxed{4}"]}]))
-    ref_main(["--data", str(data), "--generations", str(gens), "--output", str(tmp_path / "o.parquet")])
+    ref_main(["--config-name", "aapo", "--data", str(data), "--generations", str(gens), "--output",
+              str(tmp_path / "o.parquet"), "--", "actor_rollout_ref.rollout.n=3"])
     out = pd.read_parquet(tmp_path / "o.parquet")
     assert [list(e["ref_rewards"]) for e in out["extra_info"]] == [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
+    from reward.reference import read_cache_settings
+
+    recorded = read_cache_settings(str(tmp_path / "o.parquet"))  # taken from the recipe, recorded with the cache
+    assert recorded["max_response_length"] == 3072 and recorded["temperature"] == 1.0 and recorded["samples"] == 3
+    assert recorded["reward_kwargs"] == {"recipe": "accuracy"} and recorded["reward_name"] == "compute_score"
+
+
+def test_reference_cache_mismatch_is_refused_naming_both(tmp_path, monkeypatch, capsys):
+    """The 1.5B AAPO run (format + cosine reward, 3072 tokens) refuses a cache scored with accuracy at 2048 tokens."""
+    from launch.data import to_verl
+    from launch.ref_rewards import compose_recipe
+    from reward.reference import check_training_run, reference_settings, reuse_warning, write_cache
+
+    for k in ("MODEL_PATH", "VAL_FILES"):
+        monkeypatch.setenv(k, "/x")
+    df = to_verl(pd.DataFrame({"problem": ["1+1?"], "answer": ["2"]}), "math500")
+    df["extra_info"] = [{"index": 0, "ref_rewards": [1.0] * 6}]
+    path = str(tmp_path / "train.parquet")
+    monkeypatch.setenv("TRAIN_FILES", path)
+    cached = compose_recipe("aapo", ["data.max_response_length=2048"])
+    write_cache(df, path, reference_settings(cached), samples=6)
+    run = compose_recipe("aapo", ["reward.custom_reward_function.reward_kwargs.recipe=aapo_1p5b"])
+    with pytest.raises(ValueError) as err:
+        check_training_run(run, [path])
+    msg = str(err.value)
+    assert "max_response_length: cache 2048, training run 3072" in msg
+    assert "reward_kwargs: cache {'recipe': 'accuracy'}, training run {'recipe': 'aapo_1p5b'}" in msg
+    assert check_training_run(cached, [path]) == []  # same settings, M = 6 = G x 1 epoch: accepted, no reuse
+    warnings = check_training_run(compose_recipe("aapo", ["data.max_response_length=2048", "trainer.total_epochs=3"]),
+                                  [path])
+    assert len(warnings) == 1 and "M=6" in warnings[0] and "M >= 18" in warnings[0]
+    assert reuse_warning(12, 6, 2) is None and "M >= 13" in reuse_warning(12, 6, 2.1)
+    df.to_parquet(path)  # a cache with no record of its settings: refused too
+    with pytest.raises(ValueError, match="no record"):
+        check_training_run(cached, [path])
 
 
 def test_batch_keys_path_matches_plain_grpo_on_single_turn_rows():
@@ -139,7 +174,8 @@ def test_batch_keys_path_matches_plain_grpo_on_single_turn_rows():
     assert m["acr/acr"] == 0.0
 
 
-def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_info=None):
+def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_info=None, extra_fields=None,
+                        algorithm=None):
     """An RLVRTrainer whose TransferQueue is a stand-in holding one group of 4 responses ("p0") as the v1 trainer
     stores them: jagged tensors plus uid (and, if given, the prompt's extra_info with each response). Returns the
     trainer, the KVBatchMeta, the fields asked for and what was written back."""
@@ -157,6 +193,8 @@ def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_in
     }
     if extra_info is not None:
         rows["extra_info"] = NonTensorStack(*extra_info)
+    if extra_fields is not None:
+        rows["extra_fields"] = NonTensorStack(*extra_fields)
     store, calls = {}, {}
 
     class FakeTQ:
@@ -174,7 +212,8 @@ def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_in
     trainer = object.__new__(get_trainer_cls("rlvr"))
     trainer.acr_tracker, trainer.global_steps = ACRTracker(), step
     trainer.config = OmegaConf.create({
-        "algorithm": {"adv_estimator": estimator, "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True},
+        "algorithm": {"adv_estimator": estimator, "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True,
+                      **(algorithm or {})},
         "actor_rollout_ref": {"rollout": {"n": len(lengths)}},
     })
     n = len(lengths)
@@ -215,3 +254,47 @@ def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeyp
     expected, _ = advantage_step(data, algo("aapo"), ACRTracker(), 4, 3)
     got = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
     assert got == pytest.approx(expected.batch["advantages"][:, 0].tolist(), rel=1e-5)
+
+
+def test_agrae_reads_success_from_reward_extra_info():
+    from trainer.extension import reward_extra_values
+
+    rows = [{"reward_extra_info": {"acc": 1.0, "score": 0.5}}, {"reward_extra_info": {"acc": 0.0}}]
+    assert reward_extra_values(rows, "acc").tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match="response 1 has no reward_extra_info\\['x'\\]"):
+        reward_extra_values([{"reward_extra_info": {"x": 1}}, {"reward_extra_info": {}}], "x")
+    cfg = algo("agrae", norm_adv_by_std_in_grpo=False, success_key="acc")
+    cfg.adv_estimator = "agrae"
+    data = dataproto([[1.0, 0.5, -0.5, 0.0]])
+    data.non_tensor_batch["success"] = np.array([1.0, 1.0, 0.0, 0.0], dtype=np.float32)
+    data, m = advantage_step(data, cfg, ACRTracker())  # same numbers as test_estimators' hand-worked case
+    assert data.batch["advantages"][:, 0].tolist() == pytest.approx([0.2651650, 0.0883883, -0.5303301, -0.1767767],
+                                                                    rel=1e-5)
+
+
+def test_acr_describes_the_rollouts_before_dapo_filtering():
+    # kept batch: 2 groups, 1 collapsed (ACR 0.5); DAPO dropped 2 more groups, both collapsed by construction:
+    # rollouts ACR = (1 + 2) / 4 = 0.75, post-filter 0.5
+    _, m = advantage_step(dataproto([[1, 0, 0, 0], [1, 1, 1, 1]]), algo(None), ACRTracker(), filtered_groups=2)
+    assert m["acr/acr"] == pytest.approx(0.75) and m["acr/acr_post_filter"] == pytest.approx(0.5)
+    assert m["acr/filtered_groups"] == 2.0 and m["acr/acr_100"] == pytest.approx(0.75)
+    _, m = advantage_step(dataproto([[1, 0, 0, 0], [1, 1, 1, 1]]), algo(None), ACRTracker())
+    assert m["acr/acr"] == m["acr/acr_post_filter"] == 0.5
+
+
+def test_trainer_gives_agrae_the_accuracy_and_counts_filtered_groups(monkeypatch):
+    """agrae_dapo in the trainer: shaped scores in the batch, accuracy in each response's reward_extra_info (as verl's
+    dapo reward manager stores it): the extension fetches extra_fields and the advantages are the hand-worked ones of
+    test_agrae_reads_success_from_reward_extra_info; verl's DAPO eviction count makes acr/acr the rollouts' ACR."""
+    extra = [{"reward_extra_info": {"acc": a}} for a in (1.0, 1.0, 0.0, 0.0)]
+    trainer, meta, calls, store = _trainer_on_fake_tq(
+        monkeypatch, [2, 2, 2, 2], [1.0, 0.5, -0.5, 0.0], "agrae", step=1, extra_fields=extra,
+        algorithm={"norm_adv_by_std_in_grpo": False, "agrae": {"success_key": "acc"}})
+    metrics = {"training/filter_groups/evicted_samples": 3}  # what replay_buffer.sample put there this step
+    trainer._compute_advantage(meta, metrics)
+    assert "extra_fields" in calls["fields"]
+    got = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
+    assert got == pytest.approx([0.2651650, 0.0883883, -0.5303301, -0.1767767], rel=1e-5)
+    assert metrics["agrae/omega"] == pytest.approx(0.5)
+    # 1 kept group, not collapsed; 3 filtered (collapsed by construction): (0 + 3) / 4
+    assert metrics["acr/acr_post_filter"] == 0.0 and metrics["acr/acr"] == pytest.approx(0.75)

@@ -1,0 +1,97 @@
+"""launch.compare: the pieces by hand, and one real comparison (2 methods x 1 seed x 2 steps) on verl's trainer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from launch.compare import _diff_verdict, acr_by_group_size, claims, passk_curve, series
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _dump(path, step, groups):
+    with open(path, "w") as f:
+        for uid, scores in groups.items():
+            for i, s in enumerate(scores):
+                f.write(json.dumps({"step": step, "uid": f"{uid}_{i}_0", "score": s}) + "\n")
+
+
+def test_acr_by_group_size_by_hand(tmp_path):
+    # A [1,1,0,0]: collapsed when cut to 2, not at 4; B [0,1,1,1]: never; C [1,1,1,1]: always
+    _dump(tmp_path / "1.jsonl", 1, {"A": [1, 1, 0, 0], "B": [0, 1, 1, 1], "C": [1, 1, 1, 1]})
+    # step 2: D [0,0,0,1]: collapsed at 2 only; E [0,0,0,0]: always -> G=2: 2/2, G=4: 1/2
+    _dump(tmp_path / "2.jsonl", 2, {"D": [0, 0, 0, 1], "E": [0, 0, 0, 0]})
+    got = acr_by_group_size(str(tmp_path), (2, 4, 8))
+    assert got == pytest.approx({2: (2 / 3 + 1) / 2, 4: (1 / 3 + 1 / 2) / 2})  # no group has 8 responses
+
+
+def test_passk_curve_by_hand():
+    # 4 samples; problem 0 has 1 correct, problem 1 none: pass@1 = (1/4 + 0)/2, pass@2 = (1 - C(3,2)/C(4,2))/2
+    got = passk_curve(np.array([1, 0]), 4)
+    assert got == pytest.approx({1: 0.125, 2: (1 - 3 / 6) / 2, 4: 0.5})
+
+
+def test_diff_verdict():
+    assert _diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=True)[0] == "held"
+    assert _diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=False)[0] == "did not hold"
+    assert _diff_verdict([0.5, 0.1, 0.9], [0.4, 0.8, 0.0], higher=True)[0] == "cannot be judged"
+    verdict, why = _diff_verdict([0.5], [0.3], higher=True)
+    assert verdict == "cannot be judged" and "one seed" in why
+
+
+def test_series_picks_the_validation_key():
+    steps = {0: {"val-core/arithmetic/addition/acc/mean@1": 0.5}, 1: {"critic/score/mean": 0.2},
+             2: {"val-core/arithmetic/addition/acc/mean@1": 0.75, "critic/score/mean": float("nan")}}
+    assert series(steps, "val") == {0: 0.5, 2: 0.75}
+    assert series(steps, "critic/score/mean") == {1: 0.2}
+
+
+def _run(entropy, eff, acr, passk, acr_g):
+    return {"curves": {"actor/entropy": dict(enumerate(entropy)), "acr/effective_acr": dict(enumerate(eff)),
+                       "acr/acr": dict(enumerate(acr)), "val": {0: 0.5, 3: 0.6}},
+            "passk_end": {1: passk[0], 4: passk[1]}, "acr_by_group_size": acr_g}
+
+
+def test_claims_read_the_runs():
+    runs = {
+        "grpo": [_run([1.0, 0.8, 0.6, 0.4], [0.5] * 4, [0.5] * 4, (0.5, 0.7), {2: 0.6, 4: 0.4}),
+                 _run([1.0, 0.8, 0.6, 0.42], [0.52] * 4, [0.5] * 4, (0.5, 0.71), {2: 0.62, 4: 0.41})],
+        "avspo": [_run([1.0] * 4, [0.2] * 4, [0.5] * 4, (0.5, 0.7), {2: 0.6, 4: 0.4}),
+                  _run([1.0] * 4, [0.21] * 4, [0.5] * 4, (0.5, 0.7), {2: 0.6, 4: 0.42})],
+    }
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["ACR falls as the group size G grows"]["verdict"] == "held"
+    assert out["AVSPO lowers the effective ACR against GRPO at equal rollouts"]["verdict"] == "held"
+    runs["avspo"][0]["curves"]["acr/effective_acr"] = dict(enumerate([0.9] * 4))
+    runs["avspo"][1]["curves"]["acr/effective_acr"] = dict(enumerate([0.91] * 4))
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["AVSPO lowers the effective ACR against GRPO at equal rollouts"]["verdict"] == "did not hold"
+
+
+@pytest.mark.e2e
+def test_compare_two_methods_one_seed(tmp_path):
+    out = tmp_path / "cmp"
+    cmd = [sys.executable, "-m", "launch.compare", "--methods", "grpo,grpo_n", "--seeds", "1", "--steps", "2",
+           "--passk-samples", "4", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[compare] run 2/2: grpo_n seed 0: done" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["table"]) == {"grpo", "grpo_n"}
+    for method in ("grpo", "grpo_n"):
+        done = json.loads((out / "runs" / method / "seed0" / "done.json").read_text())
+        assert set(done["passk_end"]) == {"1", "2", "4"}
+        assert 0.0 <= done["passk_end"]["1"] <= done["passk_end"]["4"] <= 1.0
+    report = (out / "report.md").read_text()
+    assert report.index("![curves]") < report.index("| method |") < report.index("| claim |")
+    for png in ("curves.png", "passk.png", "acr_vs_group_size.png"):
+        assert (out / png).stat().st_size > 10_000
+    # resumable: a second call repeats no run
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.count("finished earlier, kept") == 2, proc.stdout[-2000:]

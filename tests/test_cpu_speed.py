@@ -1,0 +1,119 @@
+"""The CPU run's speed settings and reporting: the replay buffer's poll interval, the end-of-run summary line, the
+plot's band and the benchmark's per-phase medians (values worked by hand)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from omegaconf import OmegaConf
+
+from benchmarks.bench_cpu_step import phase_medians, table
+from launch.cpu_plot import plot_seeds, rolling_band, val_accuracy
+from launch.cpu_run import run_summary
+
+
+def _buffer(sampler_kwargs):
+    from cpu_backend.patches import honour_replay_buffer_poll_interval
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    honour_replay_buffer_poll_interval()
+    honour_replay_buffer_poll_interval()  # idempotent
+    return ReplayBuffer(trainer_mode="sync", trainer_config=OmegaConf.create({}), max_off_policy_threshold=None,
+                        max_off_policy_strategy="drop", sampler_kwargs=OmegaConf.create(sampler_kwargs))
+
+
+def test_replay_buffer_takes_its_poll_interval_from_sampler_kwargs():
+    assert _buffer({"poll_interval": 0.02}).poll_interval == 0.02
+    assert _buffer({}).poll_interval == 2.0  # verl's default when the key is absent
+    with pytest.raises(ValueError, match="poll_interval"):
+        _buffer({"poll_interval": 0})
+
+
+def test_cpu_config_sets_a_short_poll_interval_and_no_dashboard():
+    cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "configs", "cpu.yaml"))
+    assert 0 < cfg.trainer.v1.sampler.sampler_kwargs.poll_interval <= 0.05
+    assert cfg.ray_kwargs.ray_init.include_dashboard is False
+
+
+def _metrics():
+    # step 0: validation only; steps 1-4: reward 0.2, 0.4, 0.6, 0.8; validation again at step 4
+    m = {0: {"val-core/arithmetic/addition/acc/mean@1": 0.5}}
+    for s, r, t in ((1, 0.2, 4.0), (2, 0.4, 1.0), (3, 0.6, 3.0), (4, 0.8, 2.0)):
+        m[s] = {"critic/score/mean": r, "timing_s/step": t}
+    m[4]["val-core/arithmetic/addition/acc/mean@1"] = 0.8
+    return m
+
+
+def test_run_summary_worked_by_hand():
+    line = run_summary(_metrics(), 12.3, window=5)
+    # k = min(5, 4 // 2) = 2: reward (0.2+0.4)/2 = 0.30 -> (0.6+0.8)/2 = 0.70; median step (2+3)/2 = 2.5 s
+    assert line == ("start-up 12 s; 2.50 s/step (median of 4); reward 0.30 (first 2 steps) -> 0.70 (last 2); "
+                    "held-out greedy accuracy 0.50 (step 0) -> 0.80 (step 4), +0.30")
+    assert run_summary({}, None) == "start-up ? s"
+
+
+def test_val_accuracy_in_step_order():
+    assert val_accuracy(_metrics()) == [(0, 0.5), (4, 0.8)]
+
+
+def test_rolling_band_worked_by_hand():
+    mean, low, high = rolling_band([0.0, 1.0, 1.0], window=2)
+    # windows [0], [0, 1], [1, 1]: means 0, 0.5, 1; population sd 0, 0.5, 0
+    assert mean == [0.0, 0.5, 1.0]
+    assert low == [0.0, 0.0, 1.0]
+    assert high == [0.0, 1.0, 1.0]
+
+
+def test_plot_seeds_band_and_rise(tmp_path):
+    dirs = []
+    for seed, last in enumerate((0.7, 0.9)):
+        d = tmp_path / f"seed{seed}"
+        d.mkdir()
+        recs = [{"step": 0, "data": {"val-core/x/acc/mean@1": 0.5}},
+                {"step": 1, "data": {"critic/score/mean": 0.4}},
+                {"step": 2, "data": {"critic/score/mean": 0.6, "val-core/x/acc/mean@1": last}}]
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        dirs.append(str(d))
+    png, summary = plot_seeds(dirs, str(tmp_path / "curves.png"), window=5)
+    assert os.path.getsize(png) > 0
+    # accuracy: mean 0.5 -> (0.7+0.9)/2 = 0.8, rises +0.2 and +0.4
+    assert "held-out greedy accuracy 0.50 (step 0) -> 0.80 (step 2), rise per seed +0.20..+0.40" in summary
+    # reward: trailing means per seed 0.4, 0.5: identical seeds, rise +0.10
+    assert "train reward 0.40 (step 1) -> 0.50 (step 2), rise per seed +0.10..+0.10" in summary
+
+
+def test_phase_medians_skip_the_warm_up_step():
+    records = [
+        {"step": 0, "data": {"timing_s/testing": 3.0}},
+        {"step": 1, "data": {"timing_s/gen": 9.0, "timing_s/step": 20.0}},
+        {"step": 2, "data": {"timing_s/gen": 1.0, "timing_s/step": 2.0}},
+        {"step": 3, "data": {"timing_s/gen": 3.0, "timing_s/step": 4.0, "timing_s/testing": 5.0}},
+    ]
+    phases, step1, used = phase_medians(records)
+    assert phases == {"gen": 2.0, "step": 3.0, "testing": 4.0}
+    assert step1 == {"gen": 9.0, "step": 20.0}
+    assert used == 2
+    text = table({"startup_s": 1.0, "first_step_end_s": 2.0, "phases": phases, "peak_rss_gb": 1.5, "total_s": 9.0,
+                  "loadavg_before": [2.0]})
+    assert "timing_s/gen (median)" in text and "1.5" in text
+
+
+def test_tree_sampler_sees_readiness_first_step_and_memory(tmp_path):
+    import time
+
+    from benchmarks.bench_cpu_step import READY_NEEDLE, TreeSampler
+
+    log, metrics = tmp_path / "train.log", tmp_path / "metrics.jsonl"
+    sampler = TreeSampler(str(log), str(metrics), time.monotonic(), period=0.01)
+    sampler.start()
+    log.write_text(f"x\n{READY_NEEDLE}, ready to fit\n")
+    metrics.write_text('{"step":0,"data":{}}\n{"step":1,"data":{}}\n')  # verl's file logger: no spaces
+    deadline = time.monotonic() + 10
+    while (sampler.ready_s is None or sampler.first_step_end_s is None) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.stop()
+    assert not sampler.is_alive()
+    assert sampler.ready_s is not None and sampler.first_step_end_s >= 0
+    assert sampler.peak_rss > 0 and sampler.peak_procs >= 1
