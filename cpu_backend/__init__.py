@@ -11,7 +11,10 @@ CPUs, in-process and from the plugin only (no verl file is changed):
    ``trainer.v1.sampler.sampler_kwargs.poll_interval`` (:func:`cpu_backend.patches.honour_replay_buffer_poll_interval`;
    verl's fixed 2 s rounds every rollout up to a multiple of 2 s);
 4. registers the ``hf`` rollout (``actor_rollout_ref.rollout.name=hf``, :mod:`cpu_backend.rollout`): a batched
-   Hugging Face ``generate`` server in place of vLLM.
+   Hugging Face ``generate`` server in place of vLLM;
+5. in vLLM's own processes (``rollout.name=vllm`` on vLLM's CPU build), keeps the linear layers' weights after vLLM
+   packs them, so that verl's weight sync can load into them
+   (:func:`cpu_backend.patches.keep_vllm_cpu_linear_weights`).
 
 The plugin entry point (:mod:`launch.plugin`) calls :func:`activate` in every process that imports verl when
 ``VERL_PLATFORM=cpu`` or ``RLVR_CPU=1`` is set; nothing changes otherwise. The config overrides that go with it
@@ -53,4 +56,5 @@ def activate() -> None:
     patches.register_rollout(ROLLOUT_NAME)
     patches.warn_once_about_tokenizer_family()
     patches.honour_replay_buffer_poll_interval()
+    patches.keep_vllm_cpu_linear_weights()
     _ACTIVE = True

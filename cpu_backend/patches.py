@@ -156,3 +156,44 @@ def honour_replay_buffer_poll_interval() -> None:
 
     __init__._rlvr_poll_interval = True  # type: ignore[attr-defined]
     ReplayBuffer.__init__ = __init__
+
+
+def keep_vllm_cpu_linear_weights() -> None:
+    """In a vLLM process on vLLM's CPU platform, keep each linear layer's weight after vLLM packs it (idempotent).
+
+    vLLM 0.32.0's ``UnquantizedLinearMethod.process_weights_after_loading`` (``vllm/model_executor/layers/linear.py``)
+    calls ``dispatch_cpu_unquantized_gemm(layer, remove_weight=True)`` on the CPU: the layer computes from a packed
+    copy (oneDNN, or the sgl kernel with AMX) and its ``weight`` is replaced by an empty ``Parameter`` without
+    ``weight_loader``. verl's weight sync (``vLLMColocateWorkerExtension.update_weights_from_ipc``) then loads the
+    trainer's weights into that parameter and fails in ``QKVParallelLinear.load_weights`` with
+    ``AttributeError: 'Parameter' object has no attribute 'weight_loader'``. With ``remove_weight=False`` (what vLLM
+    already does for the embedding and the tied LM head) the loaded weight lands in the original parameter, and the
+    ``process_weights_after_loading`` that verl runs after every sync packs it again. Cost: each linear weight is
+    held twice (packed and plain). Applied only where vLLM is already imported (its server and worker processes,
+    which import verl through ``worker_extension_cls`` before loading the model); elsewhere nothing is imported.
+    Upstream: keep the weight (or its loader) when the platform is CPU and the model may be reloaded.
+    """
+    import sys
+
+    if "vllm" not in sys.modules:
+        return
+    try:
+        from vllm.model_executor.layers.linear import UnquantizedLinearMethod
+    except ImportError:  # a vLLM without this layout: nothing to patch
+        return
+    original = UnquantizedLinearMethod.process_weights_after_loading
+    if getattr(original, "_rlvr_keep_weight", False):
+        return
+
+    @functools.wraps(original)
+    def process_weights_after_loading(self: Any, layer: Any) -> None:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu() or getattr(layer, "_cpu_skip_gemm_dispatch", False):
+            return original(self, layer)
+        from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+        dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+
+    process_weights_after_loading._rlvr_keep_weight = True  # type: ignore[attr-defined]
+    UnquantizedLinearMethod.process_weights_after_loading = process_weights_after_loading

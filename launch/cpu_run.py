@@ -226,7 +226,7 @@ _MILESTONES = (
     ("Started a local Ray instance", "ray started"),
     ("dataloader initialized", "data loaded"),
     ("actor and ref model engine initialized", "actor/ref engines (FSDP2) initialised"),
-    ("LLMServerManager:", "rollout servers (hf) up"),
+    ("LLMServerManager:", "rollout servers up"),
     ("all initialize finished", "ready to train"),
     ("Saving checkpoint to", "checkpoint saved"),
 )
