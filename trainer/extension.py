@@ -264,15 +264,22 @@ FAULT_ENV = "RLVR_FAULT_PAUSE"
 FAULT_MARKER_ENV = "RLVR_FAULT_MARKER"
 
 
+#: the last "restored estimator state" line of this process, repeated in the fault marker: the test reads it from
+#: there, because the console copy reaches the driver through Ray's log forwarding, which can lag by minutes
+_LAST_RESTORE_MESSAGE: list[str] = []
+
+
 def fault_point(point: str, step: int) -> None:
     """Block forever at ``point`` of ``step`` when :data:`FAULT_ENV` asks for it (after writing the marker file)."""
     wanted = os.environ.get(FAULT_ENV)
     if not wanted or wanted != f"{point}@{step}":
         return
     marker = os.environ.get(FAULT_MARKER_ENV)
-    if marker:
-        with open(marker, "w") as f:
+    if marker:  # complete when it appears
+        with open(marker + ".tmp", "w") as f:
             f.write(f"{point}@{step} pid {os.getpid()}\n")
+            f.writelines(line + "\n" for line in _LAST_RESTORE_MESSAGE[-1:])
+        os.replace(marker + ".tmp", marker)
     print(f"[rlvr] fault injection: paused at {point} of step {step}", flush=True)
     while True:
         time.sleep(3600)
@@ -534,6 +541,7 @@ def register() -> None:
             message = restore_state(folder, self.acr_tracker, fresh) if folder is not None else None
             result = super()._load_checkpoint()
             if message is not None:
+                _LAST_RESTORE_MESSAGE.append(message)
                 print(message, flush=True)
             return result
 
