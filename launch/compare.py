@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from launch.cpu_plot import read_metrics
+from launch.cpu_plot import is_val_accuracy, read_metrics, read_rollout_dump
 from launch.passk import default_ks, pass_at_k
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,7 +56,7 @@ OWN_FIGURES = {"avspo": "avspo/tau_adapt", "aapo": "aapo/margin_mean", "agrae": 
 
 def val_key(data: dict[str, float]) -> Optional[str]:
     """The held-out greedy accuracy key of verl's validation (``val-core/<source>/.../mean@1``), if logged."""
-    return next((k for k in sorted(data) if k.startswith("val-core/") and k.endswith("/mean@1")), None)
+    return next((k for k in sorted(data) if is_val_accuracy(k)), None)
 
 
 def series(steps: dict[int, dict[str, float]], key: str) -> dict[int, float]:
@@ -128,12 +128,9 @@ def acr_by_group_size(rollout_dir: str, sizes: Sequence[int]) -> dict[int, float
     per_size: dict[int, list[float]] = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(rollout_dir, "*.jsonl"))):
         groups: dict[str, list[float]] = defaultdict(list)
-        with open(path) as f:
-            for line in f:
-                if line.strip():
-                    rec = json.loads(line)
-                    uid = str(rec.get("uid", rec.get("input")))
-                    groups[uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid].append(float(rec["score"]))
+        _, prompts, scores = read_rollout_dump(path)
+        for prompt, score in zip(prompts, scores):
+            groups[prompt].append(score)
         for g in sizes:
             kept = [s[:g] for s in groups.values() if len(s) >= g]
             if not kept:

@@ -34,6 +34,23 @@ def read_metrics(path: str) -> dict[int, dict[str, float]]:
     return dict(steps)
 
 
+def read_rollout_dump(path: str) -> tuple[Optional[int], list[str], list[float]]:
+    """``(step, prompt, score)`` of one verl rollout dump (``<step>.jsonl``): the step and, per response, its
+    prompt's id (the ``uid`` without verl's ``_{session}_{index}`` suffix) and its score. ``step`` is None for an
+    empty file."""
+    step, prompts, scores = None, [], []
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            step = int(rec.get("step", os.path.basename(path).split(".")[0]))
+            uid = str(rec.get("uid", rec.get("input")))
+            prompts.append(uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid)
+            scores.append(float(rec["score"]))
+    return step, prompts, scores
+
+
 def acr_from_rollouts(rollout_dir: str) -> dict[int, float]:
     """``{step: ACR}`` from verl's rollout dumps (``<step>.jsonl``), grouping responses by prompt uid.
 
@@ -45,19 +62,8 @@ def acr_from_rollouts(rollout_dir: str) -> dict[int, float]:
 
     out: dict[int, float] = {}
     for path in glob.glob(os.path.join(rollout_dir, "*.jsonl")):
-        scores: list[float] = []
-        prompts: list[str] = []
-        step = None
-        with open(path) as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                rec = json.loads(line)
-                step = int(rec.get("step", os.path.basename(path).split(".")[0]))
-                uid = str(rec.get("uid", rec.get("input")))
-                prompts.append(uid.rsplit("_", 2)[0] if uid.count("_") >= 2 else uid)
-                scores.append(float(rec["score"]))
-        if step is not None and scores:
+        step, prompts, scores = read_rollout_dump(path)
+        if step is not None:
             out[step] = advantage_collapse_rate(torch.tensor(scores, dtype=torch.float64), prompts)
     return out
 
@@ -66,10 +72,14 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def is_val_accuracy(key: str) -> bool:
+    """Whether ``key`` is verl's held-out greedy accuracy, ``val-core/<source>/.../mean@1``."""
+    return key.startswith("val-core/") and key.endswith("/mean@1")
+
+
 def val_accuracy(metrics: dict[int, dict[str, float]]) -> list[tuple[int, float]]:
     """``[(step, held-out greedy accuracy)]`` from verl's ``val-core/<source>/.../mean@1``, in step order."""
-    return sorted((s, v) for s, d in metrics.items() for k, v in d.items()
-                  if k.startswith("val-core/") and k.endswith("/mean@1"))
+    return sorted((s, v) for s, d in metrics.items() for k, v in d.items() if is_val_accuracy(k))
 
 
 def rolling_band(values: list[float], window: int) -> tuple[list[float], list[float], list[float]]:
