@@ -15,7 +15,7 @@ and printing one summary line (:func:`run_summary`: start-up, s/step, reward and
 minus its start-up, for each), a few steps each, and writes ``suite.json`` with each method's outcome; the
 end-to-end tests use it to amortise start-up.
 
-A METHOD is a baseline of ``configs/recipe`` (``grpo``, ``dapo``, ``drgrpo``, ``gspo``), ``gspo_n``, any registered
+A METHOD is a baseline of ``configs/baseline`` (``grpo``, ``dapo``, ``drgrpo``, ``gspo``), ``gspo_n``, any registered
 advantage estimator (``agrae``, ``avspo``, ``grpo_n``, ... and verl's), or a policy loss of this package
 (``cw_grpo``; ``aapo`` selects AAPO's estimator and loss together). Every run uses the trainer extension
 (``trainer.v1.trainer_mode=rlvr``, set in ``configs/cpu.yaml``) so that ``acr/*`` is logged.
@@ -29,6 +29,7 @@ import os
 import queue
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -59,6 +60,8 @@ LOSSES: dict[str, list[str]] = {
     "cw_grpo": ["actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo"],
     "aapo": ["algorithm.adv_estimator=aapo", "actor_rollout_ref.actor.policy_loss.loss_mode=aapo"],
 }
+
+
 def cpu_environment(base: Optional[dict[str, str]] = None) -> dict[str, str]:
     """``base`` (default: this process's environment) plus what a CPU run needs in every process.
 
@@ -187,7 +190,9 @@ def _summary_line(step: int, data: dict[str, Any], total: int, t0: float) -> str
     for label, key in (("reward", "critic/score/mean"), ("acr", "acr/acr"), ("entropy", "actor/entropy")):
         if key in data:
             parts.append(f"{label} {float(data[key]):.3f}")
-    val = next((v for k, v in data.items() if k.startswith("val-core/") and k.endswith("/mean@1")), None)
+    from launch.cpu_plot import is_val_accuracy
+
+    val = next((v for k, v in data.items() if is_val_accuracy(k)), None)
     if val is not None:
         parts.append(f"val acc {float(val):.3f}")
     if "timing_s/step" in data:
@@ -206,11 +211,9 @@ def run_summary(metrics: dict[int, dict[str, float]], startup_s: Optional[float]
     from launch.cpu_plot import REWARD_KEY, val_accuracy
 
     parts = [f"start-up {startup_s:.0f} s" if startup_s is not None else "start-up ? s"]
-    step_s = sorted(d["timing_s/step"] for d in metrics.values() if "timing_s/step" in d)
+    step_s = [d["timing_s/step"] for d in metrics.values() if "timing_s/step" in d]
     if step_s:
-        mid = len(step_s) // 2
-        median = step_s[mid] if len(step_s) % 2 else 0.5 * (step_s[mid - 1] + step_s[mid])
-        parts.append(f"{median:.2f} s/step (median of {len(step_s)})")
+        parts.append(f"{statistics.median(step_s):.2f} s/step (median of {len(step_s)})")
     reward = [metrics[s][REWARD_KEY] for s in sorted(metrics) if REWARD_KEY in metrics[s]]
     if reward:
         k = min(window, max(1, len(reward) // 2))
