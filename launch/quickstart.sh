@@ -6,7 +6,7 @@
 # First run: creates .venv (torch 2.13.0 CPU, verl 0.9.1, this package; a few minutes) and builds the tiny model
 # with a short supervised warm start (under a minute). Then about 90 s of start-up and 3-6 s per step on 2 cores.
 # --rollout vllm: verl's own vLLM rollout (vLLM's CPU build) instead of this package's hf server, from a second venv,
-# .venv-vllm (make setup-vllm; see docs/cpu.md "vLLM rollout": two steps ran, bf16 rollout log-probs within ~0.04).
+# .venv-vllm (make setup-vllm; see docs/cpu.md "vLLM rollout": two steps ran, bf16 rollout probabilities within ~0.06).
 # Writes runs/quickstart/METHOD/{train.log,metrics.jsonl,curves.png} and ends with a one-line summary (start-up,
 # s/step, reward and held-out accuracy first vs last); --seeds N: METHOD/seed<k>/ and a plot across seeds. docs/cpu.md.
 set -euo pipefail
