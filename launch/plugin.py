@@ -13,12 +13,17 @@ nothing of that is touched.
 verl swallows plugin import errors at DEBUG level; a broken install would then surface much later as
 "Unknown advantage estimator". This module therefore reports its own failure loudly (a warning naming the
 error) before re-raising it.
+
+Last, a trainer that ``launch.cpu_run`` started with ``RLVR_START_GATE`` set waits here until the runner has checked
+its config (:mod:`launch.start_gate`); everywhere else that is a no-op.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+
+from launch import start_gate
 
 logger = logging.getLogger(__name__)
 
@@ -49,3 +54,6 @@ except Exception as exc:  # pragma: no cover - exercised by the subprocess test 
     warnings.warn(message, RuntimeWarning, stacklevel=2)
     logger.error(message)
     raise
+
+# a trainer started by launch.cpu_run waits here until the runner has checked its config (launch/start_gate.py)
+start_gate.wait()

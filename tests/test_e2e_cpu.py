@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -196,6 +197,10 @@ def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> 
     assert "Traceback" not in proc.stderr
     assert not os.path.exists(tmp_path / "train.log"), "the trainer was started"
     assert elapsed < 90, f"took {elapsed:.0f} s to refuse the config"
+    # the trainer started early and held at the start gate (launch/start_gate.py) was stopped with the refusal
+    left = [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if str(tmp_path) in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes of the refused run still running: {left}"
 
 
 def test_silent_hang_is_stopped_at_the_timeout(tmp_path, tiny: str) -> None:

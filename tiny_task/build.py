@@ -180,6 +180,16 @@ def attach_reference_rewards(
     write_cache(attach_ref_rewards(df, responses, reward_fn, settings["reward_kwargs"]), train_path, settings, samples)
 
 
+def tiny_paths(out: str) -> dict[str, str]:
+    """Where :func:`build` puts the model, the training and the held-out data under ``out`` (built or not)."""
+    out = os.path.abspath(out)
+    return {
+        "model": os.path.join(out, "model"),
+        "train": os.path.join(out, "data", "train.parquet"),
+        "test": os.path.join(out, "data", "test.parquet"),
+    }
+
+
 def build(
     out: str,
     model: TinyModelSpec = TinyModelSpec(),
@@ -207,11 +217,7 @@ def build(
     }
     if ref_settings is not None and warm_start_target > 0 and ref_samples > 0:
         settings["ref_settings"] = ref_settings
-    paths = {
-        "model": os.path.join(out, "model"),
-        "train": os.path.join(out, "data", "train.parquet"),
-        "test": os.path.join(out, "data", "test.parquet"),
-    }
+    paths = tiny_paths(out)
     if not force and os.path.exists(stamp_path):
         with open(stamp_path) as f:
             stamp = json.load(f)
