@@ -43,7 +43,7 @@ CONFIG_NAME = "cpu"
 DEFAULT_TINY_DIR = os.path.join(ROOT, "runs", "tiny")
 WARM_START_TARGET = 0.3
 #: Steps of the default run. From the default warm start the held-out greedy accuracy peaks around step 20 and then
-#: drifts down (0.56 -> 0.85 -> 0.80 at steps 0/20/30); 20 steps at lr 3e-4 rose +0.25..+0.30 in seven runs and take
+#: drifts down (0.56 -> 0.85 -> 0.80 at steps 0/20/30); 20 steps at lr 3e-4 rose +0.25..+0.30 in eight runs and take
 #: under 3 minutes on 2 cores (docs/cpu.md, "Warm start, learning rate and steps").
 DEFAULT_STEPS = 20
 
