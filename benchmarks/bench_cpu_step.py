@@ -16,6 +16,8 @@ the measurement) and reports
   ``step``; ``testing`` over the validation steps);
 - ``peak_rss_gb``: the largest sum of resident set sizes over the process tree (driver, Ray's GCS and raylet, every
   worker), sampled every 0.2 s. Shared pages are counted once per process, so this is an upper bound;
+- ``peak_pss_gb``: the same with proportional set sizes (each shared page split between the processes that map it:
+  torch's libraries, mapped by every worker, are counted once in all), the memory the run really holds;
 - the machine (CPU model, cores, memory, torch and verl versions) and ``os.getloadavg()`` before and after: the
   numbers are only comparable between runs on the same machine under the same load.
 """
@@ -69,21 +71,25 @@ class TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.log_path, self.metrics_path, self.t0, self.period = log_path, metrics_path, t0, period
         self.peak_rss = 0
+        self.peak_pss = 0
         self.peak_procs = 0
         self.ready_s: Optional[float] = None
         self.first_step_end_s: Optional[float] = None
         self._halt = threading.Event()
 
-    def _tree_rss(self) -> tuple[int, int]:
+    def _tree_memory(self) -> tuple[int, int, int]:
+        """Summed RSS, summed PSS (RSS where the platform has no PSS) and the number of processes of the tree."""
         me = psutil.Process()
-        total, count = 0, 0
+        rss, pss, count = 0, 0, 0
         for p in [me, *me.children(recursive=True)]:
             try:
-                total += p.memory_info().rss
+                full = p.memory_full_info()  # Linux: /proc/PID/smaps_rollup, a few ms for the whole tree
+                rss += full.rss
+                pss += getattr(full, "pss", full.rss)
                 count += 1
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-        return total, count
+        return rss, pss, count
 
     def _log_has(self, path: str, needle: str) -> bool:
         try:
@@ -101,9 +107,10 @@ class TreeSampler(threading.Thread):
 
     def run(self) -> None:
         while not self._halt.is_set():
-            rss, count = self._tree_rss()
+            rss, pss, count = self._tree_memory()
             if rss > self.peak_rss:
                 self.peak_rss, self.peak_procs = rss, count
+            self.peak_pss = max(self.peak_pss, pss)
             now = time.monotonic() - self.t0
             if self.ready_s is None and self._log_has(self.log_path, READY_NEEDLE):
                 self.ready_s = now
@@ -169,6 +176,7 @@ def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: floa
         "steps_in_median": used,
         "step1": {k: round(v, 3) for k, v in step1.items()},
         "peak_rss_gb": round(sampler.peak_rss / 2**30, 2),
+        "peak_pss_gb": round(sampler.peak_pss / 2**30, 2),
         "processes_at_peak": sampler.peak_procs,
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in load_after],
@@ -186,6 +194,7 @@ def table(result: dict[str, Any], other: Optional[dict[str, Any]] = None) -> str
         rows.append((f"timing_s/{k} (median)", other and other["phases"].get(k), result["phases"].get(k)))
     rows += [
         ("peak RSS, all processes (GB)", other and other.get("peak_rss_gb"), result["peak_rss_gb"]),
+        ("peak PSS, all processes (GB)", other and other.get("peak_pss_gb"), result.get("peak_pss_gb")),
         ("whole run (s)", other and other.get("total_s"), result["total_s"]),
         ("load average (1 min) before", other and other.get("loadavg_before", [None])[0], result["loadavg_before"][0]),
     ]

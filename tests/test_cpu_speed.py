@@ -117,3 +117,4 @@ def test_tree_sampler_sees_readiness_first_step_and_memory(tmp_path):
     assert not sampler.is_alive()
     assert sampler.ready_s is not None and sampler.first_step_end_s >= 0
     assert sampler.peak_rss > 0 and sampler.peak_procs >= 1
+    assert 0 < sampler.peak_pss <= sampler.peak_rss  # each sample's PSS is at most its RSS
