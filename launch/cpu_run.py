@@ -264,6 +264,15 @@ def _start_trainer(cmd: Sequence[str], env: dict[str, str], cwd: str) -> tuple[s
     return proc, lines
 
 
+def _stop_held(gate: str, proc: subprocess.Popen) -> None:
+    """Stop a trainer held at the start gate ``gate`` (:mod:`launch.start_gate`): the ``stop`` verdict, then its
+    process group, in case it had not reached the gate yet."""
+    from launch import start_gate
+
+    start_gate.open_gate(gate, start_gate.STOP)
+    _terminate(proc)
+
+
 def _terminate(proc: subprocess.Popen) -> None:
     """Stop the trainer's process group: SIGINT (lets Ray shut down), then SIGTERM, then SIGKILL."""
     for sig, wait in ((signal.SIGINT, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 5)):
@@ -330,18 +339,17 @@ def train(
         preflight(compose(overrides))
     except BaseException:
         if early is not None:
-            start_gate.open_gate(gate, start_gate.STOP)
-            _terminate(early[1])
+            _stop_held(gate, early[1])
         raise
     cmd = _trainer_cmd(overrides)
-    if early is not None and early[0] == overrides:
+    if early is not None and early[0] != overrides:  # the guess above went wrong: start the checked command instead
+        _stop_held(gate, early[1])
+        early = None
+    if early is None:
+        proc, lines = _start_trainer(cmd, env, out)
+    else:
         _, proc, lines = early
         start_gate.open_gate(gate, start_gate.GO)
-    else:
-        if early is not None:
-            start_gate.open_gate(gate, start_gate.STOP)
-            _terminate(early[1])
-        proc, lines = _start_trainer(cmd, env, out)
     say(f"[quickstart] {method}: {steps} steps, {ranks} rank(s); log {log_path}")
     say("[quickstart] " + " ".join(shlex.quote(c) for c in cmd[1:]))
     say(f"[quickstart] config checked [{time.monotonic() - t0:.0f} s]")

@@ -266,7 +266,7 @@ FAULT_MARKER_ENV = "RLVR_FAULT_MARKER"
 
 #: the last "restored estimator state" line of this process, repeated in the fault marker: the test reads it from
 #: there, because the console copy reaches the driver through Ray's log forwarding, which can lag by minutes
-_LAST_RESTORE_MESSAGE: list[str] = []
+_last_restore_message: Optional[str] = None
 
 
 def fault_point(point: str, step: int) -> None:
@@ -278,7 +278,8 @@ def fault_point(point: str, step: int) -> None:
     if marker:  # complete when it appears
         with open(marker + ".tmp", "w") as f:
             f.write(f"{point}@{step} pid {os.getpid()}\n")
-            f.writelines(line + "\n" for line in _LAST_RESTORE_MESSAGE[-1:])
+            if _last_restore_message is not None:
+                f.write(_last_restore_message + "\n")
         os.replace(marker + ".tmp", marker)
     print(f"[rlvr] fault injection: paused at {point} of step {step}", flush=True)
     while True:
@@ -541,7 +542,8 @@ def register() -> None:
             message = restore_state(folder, self.acr_tracker, fresh) if folder is not None else None
             result = super()._load_checkpoint()
             if message is not None:
-                _LAST_RESTORE_MESSAGE.append(message)
+                global _last_restore_message
+                _last_restore_message = message
                 print(message, flush=True)
             return result
 
