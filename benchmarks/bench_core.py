@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 import verl  # noqa: F401
-from advantage.core import base_advantage, group_stats, outcome_scores, to_token_level
+from rlvr_recipes.advantage.core import base_advantage, group_stats, outcome_scores, to_token_level
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, compute_grpo_vectorized_outcome_advantage
 
 
@@ -66,13 +66,13 @@ def main() -> None:
 
     runs = timed_round_robin(
         {
-            "ours (advantage.core)": lambda: ours(tlr, mask, uid),
+            "ours (rlvr_recipes.advantage.core)": lambda: ours(tlr, mask, uid),
             "verl grpo_vectorized": lambda: compute_grpo_vectorized_outcome_advantage(tlr, mask, uid)[0],
             "verl grpo": lambda: compute_grpo_outcome_advantage(tlr, mask, uid)[0],
         },
         args.repeat,
     )
-    t_ours, a_ours = runs["ours (advantage.core)"]
+    t_ours, a_ours = runs["ours (rlvr_recipes.advantage.core)"]
     for _, other in runs.values():
         torch.testing.assert_close(a_ours, other, rtol=1e-4, atol=1e-4)
     results = {name: t for name, (t, _) in runs.items()}

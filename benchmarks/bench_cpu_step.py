@@ -5,7 +5,7 @@
     python -m benchmarks.bench_cpu_step --compare benchmarks/cpu_step.json --json /tmp/now.json
     python -m benchmarks.bench_cpu_step --label before -- trainer.v1.sampler.sampler_kwargs.poll_interval=2.0
 
-Not a timed test: it runs ``launch.cpu_run.train`` once (the tiny model and data are built first if missing, outside
+Not a timed test: it runs ``rlvr_recipes.launch.cpu_run.train`` once (the tiny model and data are built first if missing, outside
 the measurement) and reports
 
 - ``startup_s``: from launching ``main_ppo`` until verl prints "all initialize finished" (Ray, workers, engines,
@@ -143,7 +143,7 @@ def phase_medians(records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], 
 
 def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: float) -> dict[str, Any]:
     """One default run of ``steps`` steps; the figures listed in the module docstring."""
-    from launch.cpu_run import ensure_tiny, train
+    from rlvr_recipes.launch.cpu_run import ensure_tiny, train
 
     ensure_tiny()  # outside the measurement
     os.makedirs(out, exist_ok=True)

@@ -27,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_core import timed_round_robin  # noqa: E402
 
 import verl  # noqa: E402,F401
-from advantage import state  # noqa: E402
-from advantage.estimators import ESTIMATORS  # noqa: E402
-from trainer.extension import draw_ref_rewards  # noqa: E402
+from rlvr_recipes.advantage import state  # noqa: E402
+from rlvr_recipes.advantage.estimators import ESTIMATORS  # noqa: E402
+from rlvr_recipes.trainer.extension import draw_ref_rewards  # noqa: E402
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, get_adv_estimator_fn, get_policy_loss_fn  # noqa: E402
 
 

@@ -1,5 +1,5 @@
-"""reward.sandbox against pebble's ProcessPool (issue 11, item 6): latency of one symbolic verdict, and of the
-first verdict after a worker has been killed at its deadline (where pebble stands: reward/sandbox.py). Needs
+"""rlvr_recipes.reward.sandbox against pebble's ProcessPool (issue 11, item 6): latency of one symbolic verdict, and of the
+first verdict after a worker has been killed at its deadline (where pebble stands: rlvr_recipes/reward/sandbox.py). Needs
 ``pip install pebble`` (not a dependency of the package).
 
 ``python benchmarks/bench_sandbox.py`` (2 workers each, median of N calls; prints a table and a JSON line).
@@ -15,7 +15,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
 
-from reward import equivalence, sandbox  # noqa: E402
+from rlvr_recipes.reward import equivalence, sandbox  # noqa: E402
 
 OK = {"pred": "\\frac{1}{\\sqrt{2}}", "gold": "\\frac{\\sqrt{2}}{2}"}
 SLOW = {"pred": "(x+1)^{1000}", "gold": "17"}
@@ -76,7 +76,7 @@ def _pebble(context: str) -> dict:
 
 
 if __name__ == "__main__":
-    res = {"reward.sandbox": _ours()}
+    res = {"rlvr_recipes.reward.sandbox": _ours()}
     for context in ("fork", "forkserver"):
         res[f"pebble.ProcessPool ({context})"] = _pebble(context)
     print("| pool | start 2 warm workers s | median verdict s | verdict right after a kill s |")

@@ -15,8 +15,8 @@ import torch
 import verl
 from omegaconf import OmegaConf
 
-from advantage.diagnostics import ACRTracker
-from trainer.extension import advantage_step, draw_ref_rewards
+from rlvr_recipes.advantage.diagnostics import ACRTracker
+from rlvr_recipes.trainer.extension import advantage_step, draw_ref_rewards
 
 N, G, M, L = 512, 8, 16, 1024  # prompts, rollout.n, cached refs per prompt, response length
 

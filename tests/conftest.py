@@ -12,7 +12,7 @@ if ROOT not in sys.path:
 
 @pytest.fixture(autouse=True)
 def _fresh_estimator_state():
-    from advantage import state
+    from rlvr_recipes.advantage import state
 
     state.reset()
     yield

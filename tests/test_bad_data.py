@@ -1,4 +1,4 @@
-"""Bad data stops with a message naming the file and row, or the sample and the value (trainer/checks.py)."""
+"""Bad data stops with a message naming the file and row, or the sample and the value (rlvr_recipes/trainer/checks.py)."""
 
 import asyncio
 import math
@@ -10,10 +10,10 @@ import torch
 
 from omegaconf import OmegaConf
 
-import verl  # plugin registration first: trainer.extension is imported by it
-from advantage.diagnostics import ACRTracker
-from trainer.checks import DataError, check_data_config, check_dataset, check_reward_value, check_rewards
-from trainer.extension import advantage_step
+import verl  # plugin registration first: rlvr_recipes.trainer.extension is imported by it
+from rlvr_recipes.advantage.diagnostics import ACRTracker
+from rlvr_recipes.trainer.checks import DataError, check_data_config, check_dataset, check_reward_value, check_rewards
+from rlvr_recipes.trainer.extension import advantage_step
 
 from tests.helpers import algo, batch
 
@@ -181,8 +181,8 @@ def test_reward_worker_checks_each_score(capsys):
 
 
 def test_cpu_runner_preflight_stops_on_a_bad_file_before_ray(tmp_path):
-    """The driver's check (``launch.cpu_run.preflight``, run before Ray starts) names the file, row and column."""
-    from launch.cpu_run import compose, preflight, run_overrides
+    """The driver's check (``rlvr_recipes.launch.cpu_run.preflight``, run before Ray starts) names the file, row and column."""
+    from rlvr_recipes.launch.cpu_run import compose, preflight, run_overrides
 
     good, bad = tmp_path / "test.parquet", tmp_path / "train.parquet"
     _rows(["1", "2"]).to_parquet(good)

@@ -1,5 +1,5 @@
 """The cluster launchers run for real (docs/cluster.md): `ray job submit` of the CPU recipe to a local two-node Ray
-cluster, and `sbatch launch/slurm.sh` of the CPU recipe on a local two-node Slurm cluster (two slurmd on this host).
+cluster, and `sbatch rlvr_recipes/launch/slurm.sh` of the CPU recipe on a local two-node Slurm cluster (two slurmd on this host).
 
 Opt-in (``RLVR_CLUSTER_TESTS=1``, marker ``cluster``): the Ray cluster is started by ``tests/cluster/ray_cluster.sh``
 on its own ports and temp dir, the Slurm cluster by ``tests/cluster/slurm_cluster.sh`` on its own ports, munge socket
@@ -41,7 +41,7 @@ def ray_cluster(tmp_path_factory):
     script = str(ROOT / "tests" / "cluster" / "ray_cluster.sh")
     try:
         subprocess.run(["bash", script, "start"], env=env, check=True, timeout=300)
-        from tiny_task.build import build
+        from rlvr_recipes.tiny_task.build import build
 
         paths = build(str(ROOT / "runs" / "tiny"), warm_start_target=0.3)
         yield {**env, "PATH": f"{bindir}:{env['PATH']}", "RAY_ADDRESS": f"http://127.0.0.1:{BASE_PORT + 1}",
@@ -52,7 +52,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def submit(env, sid, *overrides):
-    return subprocess.run(["bash", str(ROOT / "launch" / "ray_submit.sh"), "--recipe", "cpu", "--nnodes", "2",
+    return subprocess.run(["bash", str(ROOT / "rlvr_recipes" / "launch" / "ray_submit.sh"), "--recipe", "cpu", "--nnodes", "2",
                            "--gpus-per-node", "1", "--follow", "--", *overrides],
                           env={**env, "SUBMISSION_ID": sid}, capture_output=True, text=True, timeout=900)
 
@@ -139,7 +139,7 @@ def slurm_cluster(tmp_path_factory):
     script = str(ROOT / "tests" / "cluster" / "slurm_cluster.sh")
     try:
         subprocess.run(["bash", script, "start"], env=env, check=True, timeout=600)
-        from tiny_task.build import build
+        from rlvr_recipes.tiny_task.build import build
 
         paths = build(str(ROOT / "runs" / "tiny"), warm_start_target=0.3)
         yield {**env, "VERL_PLATFORM": "cpu", "MODEL_PATH": paths["model"], "TRAIN_FILES": paths["train"],
@@ -152,10 +152,10 @@ def slurm_cluster(tmp_path_factory):
 
 
 def sbatch(env, name, *args, wait=True, nodes=1, overrides=STEPS):
-    """``sbatch [--wait] --nodes N launch/slurm.sh --recipe cpu`` (one logical GPU a node) from the repository root;
+    """``sbatch [--wait] --nodes N rlvr_recipes/launch/slurm.sh --recipe cpu`` (one logical GPU a node) from the repository root;
     returns the completed process (``wait``) or the job id."""
     cmd = ["sbatch", "--job-name", name, "--nodes", str(nodes), "--output", f"{env['LOGS']}/%x-%j.log",
-           *(["--wait"] if wait else []), str(ROOT / "launch" / "slurm.sh"), "--recipe", "cpu", "--gpus-per-node", "1",
+           *(["--wait"] if wait else []), str(ROOT / "rlvr_recipes" / "launch" / "slurm.sh"), "--recipe", "cpu", "--gpus-per-node", "1",
            "--", *overrides, *args]
     out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
     job = re.search(r"Submitted batch job (\d+)", out.stdout)

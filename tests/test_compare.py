@@ -1,4 +1,4 @@
-"""launch.compare: the pieces by hand, and one real comparison (2 methods x 1 seed x 2 steps) on verl's trainer."""
+"""rlvr_recipes.launch.compare: the pieces by hand, and one real comparison (2 methods x 1 seed x 2 steps) on verl's trainer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from launch.compare import _diff_verdict, acr_by_group_size, claims, passk_curve, series
+from rlvr_recipes.launch.compare import _diff_verdict, acr_by_group_size, claims, passk_curve, series
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,7 +77,7 @@ def test_claims_read_the_runs():
 @pytest.mark.e2e
 def test_compare_two_methods_one_seed(tmp_path):
     out = tmp_path / "cmp"
-    cmd = [sys.executable, "-m", "launch.compare", "--methods", "grpo,grpo_n", "--seeds", "1", "--steps", "2",
+    cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,grpo_n", "--seeds", "1", "--steps", "2",
            "--passk-samples", "4", "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -8,14 +8,14 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import verl  # noqa: F401
-from advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
-from advantage.options import read_options
-from trainer.extension import CWGRPOOptions, DiagnosticsOptions, EstimatorStateOptions
+from rlvr_recipes.advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
+from rlvr_recipes.advantage.options import read_options
+from rlvr_recipes.trainer.extension import CWGRPOOptions, DiagnosticsOptions, EstimatorStateOptions
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, POLICY_LOSS_REGISTRY
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "rlvr_recipes" / "configs"
 ENV = {"MODEL_PATH": "/models/x", "TRAIN_FILES": "/data/train.parquet", "VAL_FILES": "/data/val.parquet"}
 
 # recipe: (estimator, loss_mode, loss_agg_mode, clip_low, clip_high, rollout.n, norm_by_std, use_kl_loss)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verl  # noqa: F401
-from advantage.core import base_advantage, group_index, group_stats, outcome_scores, rescale_rewards
+from rlvr_recipes.advantage.core import base_advantage, group_index, group_stats, outcome_scores, rescale_rewards
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, compute_grpo_vectorized_outcome_advantage
 
 from tests.helpers import batch

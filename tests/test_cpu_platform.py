@@ -12,8 +12,8 @@ import sys
 import pytest
 import torch
 
-from cpu_backend.patches import dedupe_backend
-from reward.arithmetic import compute_score, extract_integer
+from rlvr_recipes.cpu_backend.patches import dedupe_backend
+from rlvr_recipes.reward.arithmetic import compute_score, extract_integer
 
 
 # ---------------------------------------------------------------------------------------------- backend string
@@ -96,7 +96,7 @@ def test_nothing_changes_without_the_request():
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A randomly initialised tiny model + tokenizer + data (no warm start: seconds)."""
-    from tiny_task.build import build
+    from rlvr_recipes.tiny_task.build import build
 
     return build(str(tmp_path_factory.mktemp("tiny")))
 
@@ -128,7 +128,7 @@ def test_task_splits_are_disjoint_and_scored_by_the_reward(tiny_model):
 
 
 def test_build_is_reused_when_settings_match(tiny_model):
-    from tiny_task.build import build
+    from rlvr_recipes.tiny_task.build import build
 
     before = os.path.getmtime(os.path.join(tiny_model["model"], "model.safetensors"))
     assert build(os.path.dirname(tiny_model["model"])) == tiny_model
@@ -157,7 +157,7 @@ def test_arithmetic_reward_names_a_bad_ground_truth():
 
 
 def _server(tiny_model, **config):
-    from cpu_backend.rollout import HFServer
+    from rlvr_recipes.cpu_backend.rollout import HFServer
 
     cfg = {"prompt_length": 8, "response_length": 4, "dtype": "float32", "max_num_seqs": 256,
            "engine_kwargs": {"hf": {"batch_wait_s": 0.05}}, **config}
@@ -221,7 +221,7 @@ def test_acr_from_rollout_dumps_groups_responses_by_prompt(tmp_path):
     (prompt a: 1, 1; prompt b: 0, 1) -> 0.5; step 2 has both collapsed -> 1.0."""
     import json
 
-    from launch.cpu_plot import acr_from_rollouts
+    from rlvr_recipes.launch.cpu_plot import acr_from_rollouts
 
     dumps = {1: [("a", 1.0), ("a", 1.0), ("b", 0.0), ("b", 1.0)], 2: [("a", 0.0), ("a", 0.0), ("b", 1.0), ("b", 1.0)]}
     for step, rows in dumps.items():

@@ -10,12 +10,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from benchmarks.bench_cpu_step import phase_medians, table
-from launch.cpu_plot import plot_seeds, rolling_band, val_accuracy
-from launch.cpu_run import run_summary
+from rlvr_recipes.launch.cpu_plot import plot_seeds, rolling_band, val_accuracy
+from rlvr_recipes.launch.cpu_run import run_summary
 
 
 def _buffer(sampler_kwargs):
-    from cpu_backend.patches import honour_replay_buffer_poll_interval
+    from rlvr_recipes.cpu_backend.patches import honour_replay_buffer_poll_interval
     from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
     honour_replay_buffer_poll_interval()
@@ -32,7 +32,7 @@ def test_replay_buffer_takes_its_poll_interval_from_sampler_kwargs():
 
 
 def test_cpu_config_sets_a_short_poll_interval_and_no_dashboard():
-    cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "configs", "cpu.yaml"))
+    cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "rlvr_recipes", "configs", "cpu.yaml"))
     assert 0 < cfg.trainer.v1.sampler.sampler_kwargs.poll_interval <= 0.05
     assert cfg.ray_kwargs.ray_init.include_dashboard is False
 

@@ -7,8 +7,8 @@ import os
 import pandas as pd
 import pytest
 
-from launch.data import DATASETS, TEMPLATES, load_table, main, to_verl
-from reward.math_reward import compute_score
+from rlvr_recipes.launch.data import DATASETS, TEMPLATES, load_table, main, to_verl
+from rlvr_recipes.reward.math_reward import compute_score
 
 RAW = os.path.join(os.path.dirname(__file__), "fixtures", "raw")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launch.data import main, select_by_difficulty, solve_rates, to_verl
+from rlvr_recipes.launch.data import main, select_by_difficulty, solve_rates, to_verl
 
 RAW = os.path.join(os.path.dirname(__file__), "fixtures", "raw")
 
@@ -92,8 +92,8 @@ def test_errors_name_the_bad_input():
 
 
 def test_cli_from_evaluate_scores(tmp_path, capsys):
-    """`launch.evaluate` writes scores.jsonl (index, n, c); `launch.data select` reads it as rollouts."""
-    from launch.evaluate import main as eval_main
+    """`rlvr_recipes.launch.evaluate` writes scores.jsonl (index, n, c); `rlvr_recipes.launch.data select` reads it as rollouts."""
+    from rlvr_recipes.launch.evaluate import main as eval_main
 
     data = tmp_path / "math500.parquet"
     main(["convert", "--dataset", "math500", "--input", os.path.join(RAW, "math500.jsonl"), "--output", str(data)])

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from advantage.core import base_advantage, group_stats
-from advantage.diagnostics import ACRTracker, advantage_collapse_rate, batch_diagnostics
+from rlvr_recipes.advantage.core import base_advantage, group_stats
+from rlvr_recipes.advantage.diagnostics import ACRTracker, advantage_collapse_rate, batch_diagnostics
 
 # groups: all-correct, all-wrong, mixed, singleton
 SCORES = torch.tensor([1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.5])

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import verl  # noqa: F401
-from advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
-from advantage.options import option_defaults
+from rlvr_recipes.advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
+from rlvr_recipes.advantage.options import option_defaults
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
 

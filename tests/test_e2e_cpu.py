@@ -5,7 +5,7 @@ of rollout -> reward -> advantage -> loss -> update -> weight sync; a checkpoint
 same global step and estimator state; a bad config fails in seconds, naming the key.
 
 Start-up (~60 s per method in one driver) is amortised by running the selected methods one after another in one
-driver process and Ray cluster (``python -m launch.cpu_run suite``), started once for the whole module with only
+driver process and Ray cluster (``python -m rlvr_recipes.launch.cpu_run suite``), started once for the whole module with only
 the methods that pytest selected. Whole module: about 17 minutes on 2 cores. Quick subset (three methods and the
 bad-config checks, about 4 minutes)::
 
@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY_DIR = os.path.join(ROOT, "runs", "tiny")  # shared with launch/quickstart.sh: built once
+TINY_DIR = os.path.join(ROOT, "runs", "tiny")  # shared with rlvr_recipes/launch/quickstart.sh: built once
 STEPS = 2
 SUITE_TIMEOUT_PER_METHOD_S = 240
 
@@ -66,7 +66,7 @@ def _read_steps(path: str) -> dict[int, dict]:
 @pytest.fixture(scope="module")
 def tiny() -> str:
     """The tiny model and data of ``runs/tiny`` (built once, with the quickstart's settings)."""
-    code = "import sys; from launch.cpu_run import ensure_tiny; ensure_tiny(sys.argv[1])"
+    code = "import sys; from rlvr_recipes.launch.cpu_run import ensure_tiny; ensure_tiny(sys.argv[1])"
     proc = subprocess.run([_python(), "-c", code, TINY_DIR], cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return TINY_DIR
@@ -84,10 +84,10 @@ def _selected_methods(session: pytest.Session) -> list[str]:
 
 @pytest.fixture(scope="module")
 def suite_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny: str) -> dict:
-    """Run the selected methods once, in one driver (``launch.cpu_run suite``); ``{method: outcome}``."""
+    """Run the selected methods once, in one driver (``rlvr_recipes.launch.cpu_run suite``); ``{method: outcome}``."""
     methods = _selected_methods(request.session)
     out = tmp_path_factory.mktemp("e2e_suite")
-    cmd = [_python(), "-m", "launch.cpu_run", "suite", ",".join(methods), "--steps", str(STEPS),
+    cmd = [_python(), "-m", "rlvr_recipes.launch.cpu_run", "suite", ",".join(methods), "--steps", str(STEPS),
            "--out", str(out), "--tiny-dir", TINY_DIR, "--", *SUITE_OVERRIDES]
     timeout = 300 + SUITE_TIMEOUT_PER_METHOD_S * len(methods)
     t0 = time.monotonic()
@@ -137,7 +137,7 @@ def test_method_trains(method: str, suite_results: dict) -> None:
 
 
 def _train(method: str, out: str, steps: int, *overrides: str, ranks: int = 1, timeout: float = 900) -> tuple:
-    cmd = [_python(), "-m", "launch.cpu_run", "train", method, "--steps", str(steps), "--ranks", str(ranks),
+    cmd = [_python(), "-m", "rlvr_recipes.launch.cpu_run", "train", method, "--steps", str(steps), "--ranks", str(ranks),
            "--out", out, "--tiny-dir", TINY_DIR, "--timeout", str(timeout), "--", *overrides]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 120)
@@ -187,7 +187,7 @@ def test_resume_two_ranks_restores_step_and_estimator_state(tmp_path, tiny: str)
 )
 def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> None:
     """A bad method, option or loss stops before Ray starts, within a minute, with the key in the message."""
-    cmd = [_python(), "-m", "launch.cpu_run", "train", *args[:1], "--out", str(tmp_path), "--tiny-dir", TINY_DIR,
+    cmd = [_python(), "-m", "rlvr_recipes.launch.cpu_run", "train", *args[:1], "--out", str(tmp_path), "--tiny-dir", TINY_DIR,
            *args[1:]]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -197,7 +197,7 @@ def test_bad_config_fails_fast(args: list, needle: str, tmp_path, tiny: str) -> 
     assert "Traceback" not in proc.stderr
     assert not os.path.exists(tmp_path / "train.log"), "the trainer was started"
     assert elapsed < 90, f"took {elapsed:.0f} s to refuse the config"
-    # the trainer started early and held at the start gate (launch/start_gate.py) was stopped with the refusal
+    # the trainer started early and held at the start gate (rlvr_recipes/launch/start_gate.py) was stopped with the refusal
     left = [p.pid for p in psutil.process_iter(["cmdline", "status"])
             if str(tmp_path) in " ".join(p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE]
     assert not left, f"processes of the refused run still running: {left}"
@@ -227,7 +227,7 @@ def test_vllm_rollout_two_steps(tmp_path, tiny: str) -> None:
     """verl's own vLLM rollout (vLLM's CPU build, ``--rollout vllm``) for two steps: the trainer's recomputed
     probabilities agree with the rollout's (verl's ``training/rollout_probs_diff_max``; bf16 rollout, fp32 trainer)."""
     out = str(tmp_path / "vllm")
-    cmd = ["bash", "launch/quickstart.sh", "grpo", "--rollout", "vllm", "--steps", "2", "--out", out,
+    cmd = ["bash", "rlvr_recipes/launch/quickstart.sh", "grpo", "--rollout", "vllm", "--steps", "2", "--out", out,
            "--tiny-dir", TINY_DIR, "--timeout", "1200", "--", *SUITE_OVERRIDES]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

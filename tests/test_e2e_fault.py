@@ -29,9 +29,9 @@ import uuid
 
 import pytest
 
-import verl  # noqa: F401  (plugin registration first: trainer.extension is imported by it)
+import verl  # noqa: F401  (plugin registration first: rlvr_recipes.trainer.extension is imported by it)
 from tests.test_e2e_cpu import ROOT, TINY_DIR, _read_steps, tiny  # noqa: F401  (tiny: the shared fixture)
-from trainer.extension import FAULT_ENV, FAULT_MARKER_ENV, STATE_FILE
+from rlvr_recipes.trainer.extension import FAULT_ENV, FAULT_MARKER_ENV, STATE_FILE
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,7 @@ RESTORED = "[rlvr] restored estimator state from "
 
 
 def _command(out: str, steps: int) -> list[str]:
-    from launch.cpu_run import CONFIG_DIR, CONFIG_NAME, run_overrides
+    from rlvr_recipes.launch.cpu_run import CONFIG_DIR, CONFIG_NAME, run_overrides
 
     paths = {"model": os.path.join(TINY_DIR, "model"), "train": os.path.join(TINY_DIR, "data", "train.parquet"),
              "test": os.path.join(TINY_DIR, "data", "test.parquet")}
@@ -81,7 +81,7 @@ class Run:
     """One ``main_ppo`` in its own session, tagged so that every process it starts can be found."""
 
     def __init__(self, out: str, steps: int, log_name: str, fault: str | None = None) -> None:
-        from launch.cpu_run import cpu_environment
+        from rlvr_recipes.launch.cpu_run import cpu_environment
 
         self.tag = uuid.uuid4().hex
         self.marker = os.path.join(out, f"{log_name}.paused")

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verl  # noqa: F401
-from advantage import state
-from advantage.options import OptionError
+from rlvr_recipes.advantage import state
+from rlvr_recipes.advantage.options import OptionError
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 
 from tests.helpers import algo, batch, run
@@ -40,7 +40,7 @@ def call(name, groups, config=None):
 
 
 def test_every_name_is_registered():
-    from advantage.estimators import ESTIMATORS
+    from rlvr_recipes.advantage.estimators import ESTIMATORS
 
     assert set(ALL) == set(ESTIMATORS)
     assert set(ALL) <= set(ADV_ESTIMATOR_REGISTRY)

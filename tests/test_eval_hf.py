@@ -1,4 +1,4 @@
-"""launch.evaluate's Hugging Face generation path on a tiny random Llama and character tokenizer built here."""
+"""rlvr_recipes.launch.evaluate's Hugging Face generation path on a tiny random Llama and character tokenizer built here."""
 
 import json
 
@@ -14,7 +14,7 @@ def tiny_model(tmp_path_factory):
 
 
 def test_hf_generation_end_to_end(tiny_model, tmp_path):
-    from launch.evaluate import main
+    from rlvr_recipes.launch.evaluate import main
 
     data = tmp_path / "d.parquet"
     pd.DataFrame({

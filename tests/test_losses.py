@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import verl  # noqa: F401
-from advantage.losses import covariance_weights
+from rlvr_recipes.advantage.losses import covariance_weights
 from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, compute_policy_loss_vanilla, get_policy_loss_fn
 
 LOG_PROB = torch.tensor([[-1.0, -2.0], [-3.0, -4.0]])

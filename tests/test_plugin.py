@@ -27,7 +27,7 @@ def test_import_verl_alone_registers_everything():
 
 
 def test_external_modules_variable_registers_without_entry_points():
-    out = _python(CHECK, VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="launch.plugin")
+    out = _python(CHECK, VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="rlvr_recipes.launch.plugin")
     assert out.returncode == 0, out.stderr[-3000:]
 
 
@@ -38,7 +38,7 @@ def test_without_the_plugin_the_names_are_unknown():
 
 
 def test_broken_install_is_loud():
-    code = "import sys, warnings\nwarnings.simplefilter('always')\nsys.modules['advantage.losses'] = None\nimport verl\n"
+    code = "import sys, warnings\nwarnings.simplefilter('always')\nsys.modules['rlvr_recipes.advantage.losses'] = None\nimport verl\n"
     out = _python(code)
     assert "rlvr-recipes verl plugin failed to load" in out.stderr
-    assert "advantage.losses" in out.stderr
+    assert "rlvr_recipes.advantage.losses" in out.stderr

@@ -1,4 +1,4 @@
-"""Every recipe's composed config matches its paper-settings table (recipes/<paper>/settings.yaml), every table row
+"""Every recipe's composed config matches its paper-settings table (rlvr_recipes/recipes/<paper>/settings.yaml), every table row
 says where it comes from, and each README shows the current rendering of its table."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from launch.settings_table import load, rendered_readme, settings_files
+from rlvr_recipes.launch.settings_table import load, rendered_readme, settings_files
 from tests.test_configs import CONFIGS, ENV, load as compose
 
 SPECS = {path.parent.name: load(path) for path in settings_files()}
@@ -72,7 +72,7 @@ def test_each_key_is_set_once_per_recipe():
 def test_readme_shows_the_current_table(paper):
     readme = Path(settings_files()[0]).parents[1] / paper / "README.md"
     text = readme.read_text()
-    assert rendered_readme(text, SPECS[paper]) == text, f"run `python -m launch.settings_table` ({readme})"
+    assert rendered_readme(text, SPECS[paper]) == text, f"run `python -m rlvr_recipes.launch.settings_table` ({readme})"
 
 
 def test_a_drifted_value_fails():

@@ -42,7 +42,7 @@ def test_documented_training_command_is_valid_for_verl():
 
 
 def test_documented_data_commands_name_real_datasets_and_templates():
-    from launch.data import DATASETS, TEMPLATES
+    from rlvr_recipes.launch.data import DATASETS, TEMPLATES
 
     text = DOC.read_text()
     for name in re.findall(r"--dataset (\w+)", text):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward.equivalence import NUMERIC_TOL, _sympy_equal, is_equivalent, is_safe_for_symbolic, normalise, parse_number
+from rlvr_recipes.reward.equivalence import NUMERIC_TOL, _sympy_equal, is_equivalent, is_safe_for_symbolic, normalise, parse_number
 
 EQUIVALENT = [
     # fractions and decimals

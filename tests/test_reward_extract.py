@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward.extract import extract_answer, last_boxed, last_number
+from rlvr_recipes.reward.extract import extract_answer, last_boxed, last_number
 
 
 @pytest.mark.parametrize(

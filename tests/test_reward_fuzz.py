@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reward import equivalence
-from reward.math_reward import compute_score
+from rlvr_recipes.reward import equivalence
+from rlvr_recipes.reward.math_reward import compute_score
 
 GOLD = "7919"
 TIMEOUT_S = 1.0

@@ -3,8 +3,8 @@ math-verify alone on the whole response, never marks a wrong answer right, and k
 
 import pytest
 
-from reward import grading_report
-from reward.math_reward import compute_score
+from rlvr_recipes.reward import grading_report
+from rlvr_recipes.reward.math_reward import compute_score
 
 PAIRS = grading_report.load_pairs()
 

@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reward import equivalence, sandbox
-from reward.math_reward import compute_score
+from rlvr_recipes.reward import equivalence, sandbox
+from rlvr_recipes.reward.math_reward import compute_score
 
 BOUND_S = 5.0
 
@@ -91,7 +91,7 @@ def test_a_dead_worker_is_no_answer_and_is_replaced():
     import os
     import signal
 
-    pool = sandbox.WorkerPool("reward.equivalence:symbolic_equal", max_workers=1)
+    pool = sandbox.WorkerPool("rlvr_recipes.reward.equivalence:symbolic_equal", max_workers=1)
     assert pool.call({"pred": "\\sqrt{4}", "gold": "2"}, timeout=30) is True
     (worker,) = pool._idle
     os.kill(worker.proc.pid, signal.SIGKILL)  # e.g. the kernel's OOM killer

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from reward import equivalence
-from reward.math_reward import compute_score
+from rlvr_recipes.reward import equivalence
+from rlvr_recipes.reward.math_reward import compute_score
 
 
 def _payloads(canary: str) -> list[str]:

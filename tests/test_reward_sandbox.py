@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from reward import sandbox
+from rlvr_recipes.reward import sandbox
 
 
 def die() -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward import formats
-from reward.math_reward import COMPONENTS, RECIPES, compute_score, cosine_scaled_accuracy, resolve_weights
+from rlvr_recipes.reward import formats
+from rlvr_recipes.reward.math_reward import COMPONENTS, RECIPES, compute_score, cosine_scaled_accuracy, resolve_weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -114,7 +114,7 @@ def _ppo_config(overrides):
         return compose(config_name="ppo_trainer", overrides=overrides)
 
 
-@pytest.mark.parametrize("path", ["pkg://reward.math_reward", os.path.join(ROOT, "reward", "math_reward.py")])
+@pytest.mark.parametrize("path", ["pkg://rlvr_recipes.reward.math_reward", os.path.join(ROOT, "rlvr_recipes", "reward", "math_reward.py")])
 def test_loads_through_verl_config_keys(path):
     """The exact keys of verl 0.9.1's ppo_trainer.yaml: reward.custom_reward_function.{path,name,reward_kwargs}."""
     from verl.trainer.ppo.reward import get_custom_reward_fn
@@ -136,7 +136,7 @@ def test_runs_inside_verl_naive_reward_manager(tmp_path):
     from verl.trainer.ppo.reward import load_reward_manager
 
     tok = build_tokenizer(tmp_path)
-    cfg = _ppo_config(["reward.custom_reward_function.path=pkg://reward.math_reward",
+    cfg = _ppo_config(["reward.custom_reward_function.path=pkg://rlvr_recipes.reward.math_reward",
                        "+reward.custom_reward_function.reward_kwargs.recipe=aapo_1p5b"])
     manager = load_reward_manager(cfg, tok)
     prompt = tok("user: 1+1?\nassistant: ", return_tensors="pt")["input_ids"]
@@ -159,7 +159,7 @@ def test_runs_inside_verl_naive_reward_manager(tmp_path):
 @pytest.mark.parametrize("truth", [None, "", "   ", float("nan"), [], [None, ""]], ids=repr)
 def test_missing_ground_truth_stops_with_the_sample_named(truth):
     """Bad data (issue 11, item 5): never a silent 0; the message names the data source and the row."""
-    from reward.math_reward import MissingGroundTruth
+    from rlvr_recipes.reward.math_reward import MissingGroundTruth
 
     with pytest.raises(MissingGroundTruth, match=r"data_source='gsm8k' \(split='train', index=17\)"):
         compute_score("gsm8k", "\\boxed{4}", truth, extra_info={"split": "train", "index": 17})

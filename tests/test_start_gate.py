@@ -1,4 +1,4 @@
-"""launch.start_gate: a trainer held after its imports until the runner's config check gives its verdict."""
+"""rlvr_recipes.launch.start_gate: a trainer held after its imports until the runner's config check gives its verdict."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import time
 
 import psutil
 
-from launch import start_gate
+from rlvr_recipes.launch import start_gate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HELD = "from launch import start_gate; start_gate.wait(timeout_s={timeout}); print('past the gate', flush=True)"
+HELD = "from rlvr_recipes.launch import start_gate; start_gate.wait(timeout_s={timeout}); print('past the gate', flush=True)"
 
 
 def _held(gate: str, timeout: float = 30.0, **kw) -> subprocess.Popen:
@@ -74,7 +74,7 @@ def test_orphaned_process_does_not_wait_forever(tmp_path) -> None:
     gate = str(tmp_path / "gate")
     pid_file = tmp_path / "pid"
     launcher = (
-        "import os, subprocess, sys; from launch import start_gate; "
+        "import os, subprocess, sys; from rlvr_recipes.launch import start_gate; "
         f"env = {{**os.environ, **start_gate.environment({gate!r})}}; "
         f"p = subprocess.Popen([sys.executable, '-c', {HELD.format(timeout=60)!r}], env=env, "
         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "

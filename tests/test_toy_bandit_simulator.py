@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toy.bandit import BanditSetting, run_many
-from toy.simulator import effective_acr, expected_acr, population, sample_rewards, theorem2_weights
+from rlvr_recipes.toy.bandit import BanditSetting, run_many
+from rlvr_recipes.toy.simulator import effective_acr, expected_acr, population, sample_rewards, theorem2_weights
 
 SETTING = BanditSetting(steps=200)
 

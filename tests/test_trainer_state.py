@@ -14,11 +14,11 @@ import time
 import pytest
 from omegaconf import OmegaConf
 
-import verl  # noqa: F401  (plugin registration first: trainer.extension is imported by it)
-from advantage import state
-from advantage.diagnostics import ACRTracker
-from advantage.state import AVSPOState
-from trainer.extension import (
+import verl  # noqa: F401  (plugin registration first: rlvr_recipes.trainer.extension is imported by it)
+from rlvr_recipes.advantage import state
+from rlvr_recipes.advantage.diagnostics import ACRTracker
+from rlvr_recipes.advantage.state import AVSPOState
+from rlvr_recipes.trainer.extension import (
     FAULT_ENV,
     FAULT_MARKER_ENV,
     STATE_FILE,
@@ -139,8 +139,8 @@ def test_sigkill_in_the_middle_of_a_write_leaves_the_previous_state(tmp_path):
     old = (folder / STATE_FILE).read_text()
     marker = tmp_path / "paused"
     code = (
-        "import sys; from advantage import state; from advantage.state import AVSPOState;"
-        "from advantage.diagnostics import ACRTracker; from trainer.extension import save_state;"
+        "import sys; from rlvr_recipes.advantage import state; from rlvr_recipes.advantage.state import AVSPOState;"
+        "from rlvr_recipes.advantage.diagnostics import ACRTracker; from rlvr_recipes.trainer.extension import save_state;"
         "state.get_state('avspo', AVSPOState).step = 7; save_state(sys.argv[1], ACRTracker(), 7)"
     )
     env = dict(os.environ, **{FAULT_ENV: "state_write@7", FAULT_MARKER_ENV: str(marker)})

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import verl
-from advantage import state
-from advantage.diagnostics import ACRTracker
-from advantage.losses import covariance_weights
-from launch.ref_rewards import main as ref_main
-from trainer.extension import advantage_step, draw_ref_rewards, load_state, save_state
+from rlvr_recipes.advantage import state
+from rlvr_recipes.advantage.diagnostics import ACRTracker
+from rlvr_recipes.advantage.losses import covariance_weights
+from rlvr_recipes.launch.ref_rewards import main as ref_main
+from rlvr_recipes.trainer.extension import advantage_step, draw_ref_rewards, load_state, save_state
 
 from tests.helpers import algo, batch
 
@@ -112,7 +112,7 @@ def test_trainer_is_registered_by_the_plugin():
 
 
 def test_ref_rewards_command_on_precomputed_generations(tmp_path):
-    from launch.data import to_verl
+    from rlvr_recipes.launch.data import to_verl
 
     df = to_verl(pd.DataFrame({"problem": ["1+1?", "2+2?"], "answer": ["2", "4"]}), "math500")
     data = tmp_path / "d.parquet"
@@ -125,7 +125,7 @@ def test_ref_rewards_command_on_precomputed_generations(tmp_path):
               str(tmp_path / "o.parquet"), "--", "actor_rollout_ref.rollout.n=3"])
     out = pd.read_parquet(tmp_path / "o.parquet")
     assert [list(e["ref_rewards"]) for e in out["extra_info"]] == [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]
-    from reward.reference import read_cache_settings
+    from rlvr_recipes.reward.reference import read_cache_settings
 
     recorded = read_cache_settings(str(tmp_path / "o.parquet"))  # taken from the recipe, recorded with the cache
     assert recorded["max_response_length"] == 3072 and recorded["temperature"] == 1.0 and recorded["samples"] == 3
@@ -134,9 +134,9 @@ def test_ref_rewards_command_on_precomputed_generations(tmp_path):
 
 def test_reference_cache_mismatch_is_refused_naming_both(tmp_path, monkeypatch, capsys):
     """The 1.5B AAPO run (format + cosine reward, 3072 tokens) refuses a cache scored with accuracy at 2048 tokens."""
-    from launch.data import to_verl
-    from launch.ref_rewards import compose_recipe
-    from reward.reference import check_training_run, reference_settings, reuse_warning, write_cache
+    from rlvr_recipes.launch.data import to_verl
+    from rlvr_recipes.launch.ref_rewards import compose_recipe
+    from rlvr_recipes.reward.reference import check_training_run, reference_settings, reuse_warning, write_cache
 
     for k in ("MODEL_PATH", "VAL_FILES"):
         monkeypatch.setenv(k, "/x")
@@ -257,7 +257,7 @@ def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeyp
 
 
 def test_agrae_reads_success_from_reward_extra_info():
-    from trainer.extension import reward_extra_values
+    from rlvr_recipes.trainer.extension import reward_extra_values
 
     rows = [{"reward_extra_info": {"acc": 1.0, "score": 0.5}}, {"reward_extra_info": {"acc": 0.0}}]
     assert reward_extra_values(rows, "acc").tolist() == [1.0, 0.0]

@@ -1,0 +1,535 @@
+"""Every method side by side on verl's real trainer: seeds, curves with bands, pass@k at the start and the end, and
+the papers' claims checked against what the runs show.
+
+    python -m rlvr_recipes.launch.compare --methods grpo,avspo,agrae,aapo,cw_grpo,grpo_n --seeds 3 --steps 40 [--out DIR]
+                             [--passk-samples 64] [-- KEY=VALUE ...]
+
+Each method x seed is one run of the stock ``python -m verl.trainer.main_ppo`` through :func:`rlvr_recipes.launch.cpu_run.train`
+(the CPU, the embedded tiny task; ``KEY=VALUE`` overrides go to every run). Seed ``s`` sets the data order
+(``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
+(``rollout.seed``); the warm-started initial model is the same for every seed. A run that finished (its
+``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped.
+
+pass@k (k = 1, 2, 4, ... up to ``--passk-samples``) is the unbiased estimator of :mod:`rlvr_recipes.launch.passk` on the held-out
+problems, from ``--passk-samples`` samples per problem at temperature 1.0, of the initial model (once per seed) and
+of each run's final weights (saved by verl as a Hugging Face model at the last step).
+
+Writes ``<out>/report.md`` (plots first, then the tables and the claims), ``curves.png``, ``passk.png``,
+``acr_vs_group_size.png``, ``summary.json`` and one folder per run under ``<out>/runs/<method>/seed<s>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from rlvr_recipes import runs_dir
+from rlvr_recipes.launch.cpu_plot import is_val_accuracy, read_metrics, read_rollout_dump
+from rlvr_recipes.launch.passk import default_ks, pass_at_k
+
+DEFAULT_METHODS = "grpo,avspo,agrae,aapo,cw_grpo,grpo_n"
+
+#: panels of curves.png: (title, metric key or a key prefix/suffix pair for the held-out accuracy)
+CURVES: list[tuple[str, str]] = [
+    ("training reward", "critic/score/mean"),
+    ("held-out greedy accuracy", "val"),
+    ("ACR", "acr/acr"),
+    ("effective ACR", "acr/effective_acr"),
+    ("zero-advantage fraction", "acr/zero_adv_frac"),
+    ("entropy", "actor/entropy"),
+    ("response length", "response_length/mean"),
+]
+#: each method's own figures, plotted when its runs log them
+OWN_FIGURES = {"avspo": "avspo/tau_adapt", "aapo": "aapo/margin_mean", "agrae": "agrae/omega"}
+
+
+def val_key(data: dict[str, float]) -> Optional[str]:
+    """The held-out greedy accuracy key of verl's validation (``val-core/<source>/.../mean@1``), if logged."""
+    return next((k for k in sorted(data) if is_val_accuracy(k)), None)
+
+
+def series(steps: dict[int, dict[str, float]], key: str) -> dict[int, float]:
+    """``{step: value}`` of one metric (``key="val"`` picks the held-out accuracy)."""
+    out = {}
+    for step, data in steps.items():
+        k = val_key(data) if key == "val" else key
+        if k is not None and k in data and math.isfinite(data[k]):
+            out[step] = data[k]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- pass@k
+
+
+def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..., Any], samples: int,
+                          max_new_tokens: int, seed: int, batch_prompts: int = 64) -> np.ndarray:
+    """``(P,)`` number of correct responses among ``samples`` sampled (temperature 1.0) for each held-out prompt.
+
+    Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does.
+    """
+    import pandas as pd
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    df = pd.read_parquet(data_path)
+    prompts = [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in df["prompt"]]
+    counts = np.zeros(len(df), dtype=np.int64)
+    for start in range(0, len(prompts), batch_prompts):
+        chunk = prompts[start : start + batch_prompts]
+        enc = tokenizer([p for p in chunk for _ in range(samples)], return_tensors="pt", padding=True,
+                        add_special_tokens=False)
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=1.0, top_k=None,
+                                 top_p=None, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        for j, text in enumerate(texts):
+            row = start + j // samples
+            score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
+            score = score["score"] if isinstance(score, dict) else score
+            counts[row] += int(float(score) >= 1.0)
+    return counts
+
+
+def passk_curve(counts: np.ndarray, samples: int) -> dict[int, float]:
+    """``{k: mean pass@k over problems}`` for k = 1, 2, 4, ... ``samples``."""
+    n = np.full_like(counts, samples)
+    return {k: float(pass_at_k(n, counts, k).mean()) for k in default_ks(samples)}
+
+
+# ---------------------------------------------------------------------------------------------------- ACR vs G
+
+
+def acr_by_group_size(rollout_dir: str, sizes: Sequence[int]) -> dict[int, float]:
+    """Mean ACR over the steps of one run when each prompt's group is cut to its first ``g`` responses.
+
+    Every group of the run's dumps (``trainer.rollout_data_dir``) is subsampled, so the comparison across ``g`` is
+    on the same prompts and policies (000 Sec. 3.4.6 varies G across runs instead).
+    """
+    import glob
+
+    import torch
+
+    from rlvr_recipes.advantage.diagnostics import advantage_collapse_rate
+
+    per_size: dict[int, list[float]] = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(rollout_dir, "*.jsonl"))):
+        groups: dict[str, list[float]] = defaultdict(list)
+        _, prompts, scores = read_rollout_dump(path)
+        for prompt, score in zip(prompts, scores):
+            groups[prompt].append(score)
+        for g in sizes:
+            kept = [s[:g] for s in groups.values() if len(s) >= g]
+            if not kept:
+                continue
+            scores = torch.tensor([x for s in kept for x in s])
+            index = np.repeat(np.arange(len(kept)), g)
+            per_size[g].append(advantage_collapse_rate(scores, index))
+    return {g: float(np.mean(v)) for g, v in sorted(per_size.items()) if v}
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+
+
+@dataclass
+class RunSpec:
+    method: str
+    seed: int
+    steps: int
+    out: str
+
+    @property
+    def final_model(self) -> str:
+        return os.path.join(self.out, "checkpoints", f"global_step_{self.steps}", "actor", "huggingface")
+
+
+def seed_overrides(seed: int) -> list[str]:
+    return [f"data.seed={seed}", f"actor_rollout_ref.actor.data_loader_seed={seed}",
+            f"actor_rollout_ref.rollout.seed={seed}"]
+
+
+def run_one(spec: RunSpec, extra: Sequence[str], tiny_dir: str, timeout_s: float) -> dict[str, Any]:
+    """Train one method x seed (saving the final weights as a Hugging Face model) and record its outcome."""
+    from rlvr_recipes.launch.cpu_run import train
+
+    overrides = [*seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
+                 "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]", *extra]
+    t0 = time.monotonic()
+    code = train(spec.method, spec.out, steps=spec.steps, extra=overrides, tiny_dir=tiny_dir, timeout_s=timeout_s,
+                 plot=False, quiet=True)
+    return {"code": code, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def collect(spec: RunSpec) -> dict[str, Any]:
+    """Per-step metrics of one finished run: ``{key: {step: value}}`` for the curves, and its step time."""
+    steps = read_metrics(os.path.join(spec.out, "metrics.jsonl"))
+    keys = [key for _, key in CURVES] + list(OWN_FIGURES.values())
+    out = {key: series(steps, key) for key in keys}
+    step_times = [d["timing_s/step"] for d in steps.values() if "timing_s/step" in d]
+    return {"curves": out, "s_per_step": statistics.median(step_times) if step_times else float("nan")}
+
+
+def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
+            passk_samples: int = 64, tiny_dir: Optional[str] = None, timeout_s: float = 1800.0,
+            say: Callable[[str], None] = lambda s: print(s, flush=True)) -> dict[str, Any]:
+    """Run (or resume) every method x seed, score pass@k, and write the report. Returns the summary."""
+    from rlvr_recipes.launch.cpu_run import DEFAULT_TINY_DIR, compose, ensure_tiny, registered, run_overrides
+    from rlvr_recipes.reward.arithmetic import compute_score
+
+    tiny_dir = tiny_dir or DEFAULT_TINY_DIR
+    out = os.path.abspath(out)
+    paths = ensure_tiny(tiny_dir)
+    estimators, _ = registered()
+    max_new = int(compose(run_overrides("grpo", paths, out, steps, extra=extra, estimators=estimators))
+                  .data.max_response_length)
+    specs = [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for m in methods for s in range(seeds)]
+    t_all = time.monotonic()
+
+    start_passk: dict[int, dict[int, float]] = {}
+    for s in range(seeds):
+        path = os.path.join(out, "passk_start", f"seed{s}.json")
+        if not os.path.exists(path):
+            counts = sample_correct_counts(paths["model"], paths["test"], compute_score, passk_samples, max_new,
+                                           seed=s)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                json.dump(passk_curve(counts, passk_samples), f)
+        with open(path) as f:
+            start_passk[s] = {int(k): v for k, v in json.load(f).items()}
+
+    for i, spec in enumerate(specs, 1):
+        done = os.path.join(spec.out, "done.json")
+        label = f"[compare] run {i}/{len(specs)}: {spec.method} seed {spec.seed}"
+        if os.path.exists(done):
+            say(f"{label}: finished earlier, kept")
+            continue
+        say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
+        outcome = run_one(spec, extra, tiny_dir, timeout_s)
+        if outcome["code"] != 0:
+            raise RuntimeError(f"{spec.method} seed {spec.seed} failed (exit {outcome['code']}); see {spec.out}/train.log")
+        counts = sample_correct_counts(spec.final_model, paths["test"], compute_score, passk_samples, max_new,
+                                       seed=spec.seed)
+        outcome["passk_end"] = passk_curve(counts, passk_samples)
+        outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
+        with open(done, "w") as f:
+            json.dump(outcome, f, indent=1)
+        say(f"{label}: done in {outcome['seconds']:.0f} s, pass@1 {outcome['passk_end'][1]:.3f} "
+            f"pass@{passk_samples} {outcome['passk_end'][passk_samples]:.3f} [{time.monotonic() - t_all:.0f} s]")
+
+    runs = defaultdict(list)
+    for spec in specs:
+        with open(os.path.join(spec.out, "done.json")) as f:
+            done = json.load(f)
+        runs[spec.method].append({**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
+                                  "passk_end": {int(k): v for k, v in done["passk_end"].items()},
+                                  "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}})
+    summary = summarise(runs, start_passk)
+    summary["setup"] = {"methods": list(methods), "seeds": seeds, "steps": steps, "passk_samples": passk_samples,
+                        "overrides": list(extra), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                        "command": "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:]),
+                        "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1)}
+    write_report(out, runs, start_passk, summary)
+    say(f"[compare] report {os.path.join(out, 'report.md')} [{time.monotonic() - t_all:.0f} s]")
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+
+
+def _tail_mean(curve: dict[int, float], frac: float = 0.2) -> float:
+    """Mean over the last ``frac`` of the logged steps (at least one)."""
+    if not curve:
+        return float("nan")
+    steps = sorted(curve)
+    tail = steps[-max(1, round(len(steps) * frac)) :]
+    return float(np.mean([curve[s] for s in tail]))
+
+
+def _head_mean(curve: dict[int, float], frac: float = 0.2) -> float:
+    if not curve:
+        return float("nan")
+    steps = sorted(curve)
+    return float(np.mean([curve[s] for s in steps[: max(1, round(len(steps) * frac))]]))
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    vals = [v for v in values if math.isfinite(v)]
+    if not vals:
+        return float("nan"), float("nan")
+    return float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
+
+
+def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]]) -> dict[str, Any]:
+    """Per method: mean and std over seeds of the final figures; the claims' verdicts."""
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    for method, rs in runs.items():
+        c = lambda key: [r["curves"][key] for r in rs]  # noqa: E731
+        val = c("val")
+        kmax = max(rs[0]["passk_end"])
+        table[method] = {
+            "reward (last 20%)": _mean_std([_tail_mean(x) for x in c("critic/score/mean")]),
+            "held-out acc, start": _mean_std([x[min(x)] if x else float("nan") for x in val]),
+            "held-out acc, end": _mean_std([x[max(x)] if x else float("nan") for x in val]),
+            "ACR (mean)": _mean_std([float(np.mean(list(x.values()))) if x else float("nan") for x in c("acr/acr")]),
+            "effective ACR (mean)": _mean_std([float(np.mean(list(x.values()))) if x else float("nan")
+                                               for x in c("acr/effective_acr")]),
+            "entropy (last 20%)": _mean_std([_tail_mean(x) for x in c("actor/entropy")]),
+            "entropy std over steps": _mean_std([float(np.std(list(x.values()))) if x else float("nan")
+                                                 for x in c("actor/entropy")]),
+            "pass@1 end": _mean_std([r["passk_end"][1] for r in rs]),
+            f"pass@{kmax} end": _mean_std([r["passk_end"][kmax] for r in rs]),
+            "s/step": _mean_std([r["s_per_step"] for r in rs]),
+        }
+    kmax = max(next(iter(start_passk.values())))
+    start = {k: _mean_std([p[k] for p in start_passk.values()]) for k in (1, kmax)}
+    return {"table": table, "start_passk": {str(k): v for k, v in start.items()}, "claims": claims(runs, table, kmax)}
+
+
+def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple[str, str]:
+    """Whether mean(a) beats mean(b) in the claimed direction by more than twice the standard error of the
+    difference (Welch); ``cannot be judged`` with a single seed or a difference within the noise."""
+    a = [x for x in a if math.isfinite(x)]
+    b = [x for x in b if math.isfinite(x)]
+    if not a or not b:
+        return "cannot be judged", "not logged"
+    d = float(np.mean(a) - np.mean(b))
+    detail = f"{np.mean(a):.3f} vs {np.mean(b):.3f}"
+    if len(a) < 2 or len(b) < 2:
+        return "cannot be judged", detail + " (one seed: no noise estimate)"
+    se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
+    detail += f" (difference {d:+.3f}, 2 s.e. {2 * se:.3f})"
+    signed = d if higher else -d
+    if signed > 2 * se:
+        return "held", detail
+    if signed < -2 * se:
+        return "did not hold", detail
+    return "cannot be judged", detail + ": within the noise"
+
+
+def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, str]]:
+    """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence"}``."""
+    out: list[dict[str, str]] = []
+
+    def add(claim: str, source: str, verdict: tuple[str, str]) -> None:
+        out.append({"claim": claim, "source": source, "verdict": verdict[0], "evidence": verdict[1]})
+
+    def per_seed(method: str, fn: Callable[[dict[str, Any]], float]) -> list[float]:
+        return [fn(r) for r in runs.get(method, [])]
+
+    mean_of = lambda key: (lambda r: float(np.mean(list(r["curves"][key].values()))) if r["curves"][key] else float("nan"))  # noqa: E731
+    tail_of = lambda key: (lambda r: _tail_mean(r["curves"][key]))  # noqa: E731
+
+    # 000 Sec. 3.4.6: ACR falls as G grows (within every run, groups cut to 2, 4, 8, ...)
+    by_g: dict[int, list[float]] = defaultdict(list)
+    for rs in runs.values():
+        for r in rs:
+            for g, v in r["acr_by_group_size"].items():
+                by_g[g].append(v)
+    sizes = sorted(by_g)
+    means = [float(np.mean(by_g[g])) for g in sizes]
+    if len(sizes) >= 2:
+        falls = all(b < a for a, b in zip(means, means[1:]))
+        add("ACR falls as the group size G grows", "000 Sec. 3.4.6, Fig. 5",
+            ("held" if falls else "did not hold",
+             ", ".join(f"G={g}: {m:.3f}" for g, m in zip(sizes, means)) + " (each run's groups cut to G)"))
+
+    # 000 Sec. 3.4.2: early ACR predicts final accuracy (negative correlation across runs)
+    early = [_head_mean(r["curves"]["acr/acr"]) for rs in runs.values() for r in rs]
+    final = [(lambda v: v[max(v)] if v else float("nan"))(r["curves"]["val"]) for rs in runs.values() for r in rs]
+    pairs = [(e, f) for e, f in zip(early, final) if math.isfinite(e) and math.isfinite(f)]
+    if len(pairs) >= 4 and np.std([p[0] for p in pairs]) > 0 and np.std([p[1] for p in pairs]) > 0:
+        r = float(np.corrcoef(np.array(pairs).T)[0, 1])
+        # |r| must clear the two-sided 5 % critical value of Pearson's r for n pairs (t-distribution approximation)
+        n = len(pairs)
+        crit = 2.0 / math.sqrt(n)
+        verdict = "held" if r < -crit else ("did not hold" if r > crit else "cannot be judged")
+        add("early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)",
+            "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {r:.2f} over {n} runs (|r| > {crit:.2f} needed)"))
+    else:
+        add("early ACR predicts final held-out accuracy", "000 Sec. 3.4.2, Fig. 1",
+            ("cannot be judged", "fewer than 4 runs or no spread"))
+
+    if "grpo" not in runs:
+        return out
+    g = lambda fn: per_seed("grpo", fn)  # noqa: E731
+    if "avspo" in runs:
+        add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
+            _diff_verdict(per_seed("avspo", mean_of("acr/effective_acr")), g(mean_of("acr/effective_acr")), higher=False))
+    for method, source in (("agrae", "001 Sec. 5"), ("grpo_n", "004 Sec. 4")):
+        if method in runs:
+            add(f"{method} keeps entropy above GRPO", source,
+                _diff_verdict(per_seed(method, tail_of("actor/entropy")), g(tail_of("actor/entropy")), higher=True))
+            add(f"{method} keeps large-k pass@{kmax} above GRPO", source,
+                _diff_verdict(per_seed(method, lambda r: r["passk_end"][kmax]), g(lambda r: r["passk_end"][kmax]),
+                              higher=True))
+    if "cw_grpo" in runs:
+        std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
+        add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
+            _diff_verdict(per_seed("cw_grpo", std_of), g(std_of), higher=False))
+    if "aapo" in runs:
+        gap = lambda r: mean_of("acr/acr")(r) - mean_of("acr/effective_acr")(r)  # noqa: E731
+        add("AAPO's margin gives non-zero advantages in collapsed groups (ACR minus effective ACR above GRPO's)",
+            "002 Fig. 1-2", _diff_verdict(per_seed("aapo", gap), g(gap), higher=True))
+    return out
+
+
+def _band(ax: Any, curves: list[dict[int, float]], label: str, color: Any) -> None:
+    steps = sorted(set().union(*curves)) if curves else []
+    if not steps:
+        return
+    vals = np.array([[c.get(s, np.nan) for s in steps] for c in curves], dtype=float)
+    mean = np.nanmean(vals, axis=0)
+    ax.plot(steps, mean, label=label, lw=1.4, color=color)
+    if len(curves) > 1:
+        std = np.nanstd(vals, axis=0)
+        ax.fill_between(steps, mean - std, mean + std, color=color, alpha=0.2, lw=0)
+
+
+def _save(fig: Any, ax: Any, xlabel: str, ylabel: str, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]],
+                 summary: dict[str, Any]) -> None:
+    """curves.png, passk.png, acr_vs_group_size.png, summary.json and report.md under ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(runs)}
+    own = [(m, key) for m, key in OWN_FIGURES.items() if m in runs]
+    panels = CURVES + [(f"{m}: {key}", key) for m, key in own]
+    cols = 3
+    fig, axes = plt.subplots(math.ceil(len(panels) / cols), cols, figsize=(5 * cols, 3.2 * math.ceil(len(panels) / cols)))
+    for ax, (title, key) in zip(axes.flat, panels):
+        for method, rs in runs.items():
+            if any(r["curves"][key] for r in rs):
+                _band(ax, [r["curves"][key] for r in rs], method, colors[method])
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle("mean over seeds, band = +/- 1 std")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "curves.png"), dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ks = sorted(next(iter(start_passk.values())))
+    start = np.array([[p[k] for k in ks] for p in start_passk.values()])
+    ax.plot(ks, start.mean(0), "k--", label="initial model")
+    for method, rs in runs.items():
+        vals = np.array([[r["passk_end"][k] for k in ks] for r in rs])
+        ax.plot(ks, vals.mean(0), marker="o", ms=3, label=method, color=colors[method])
+        if len(rs) > 1:
+            ax.fill_between(ks, vals.mean(0) - vals.std(0), vals.mean(0) + vals.std(0), color=colors[method],
+                            alpha=0.15, lw=0)
+    ax.set_xscale("log", base=2)
+    _save(fig, ax, "k", "pass@k (held-out)", os.path.join(out, "passk.png"))
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for method, rs in runs.items():
+        sizes = sorted(rs[0]["acr_by_group_size"])
+        ax.plot(sizes, [np.mean([r["acr_by_group_size"].get(g, np.nan) for r in rs]) for g in sizes], marker="o",
+                label=method, color=colors[method])
+    _save(fig, ax, "group size G (each run's groups cut to G)", "mean ACR", os.path.join(out, "acr_vs_group_size.png"))
+
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, default=str)
+
+    setup = summary["setup"]
+    table = summary["table"]
+    one_seed = setup["seeds"] < 2
+    grpo_step = table.get("grpo", {}).get("s/step", (float("nan"), 0))[0]
+    fmt = lambda m, s: "n/a" if not math.isfinite(m) else (f"{m:.3f}" if one_seed else f"{m:.3f} +/- {s:.3f}")  # noqa: E731
+    lines = [
+        "# Methods side by side on verl's trainer (CPU, tiny task)", "",
+        f"`{setup['command']}`  ",
+        f"{setup['seeds']} seed(s) x {setup['steps']} steps per method; {setup['machine']}; "
+        f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included).",
+        "", "![curves](curves.png)", "", "![pass@k](passk.png)", "", "![ACR vs G](acr_vs_group_size.png)", "",
+        "## Final figures" + ("" if one_seed else " (mean +/- std over seeds)"),
+    ]
+    cols = list(next(iter(table.values())))
+    for title, group in (("Learning", [c for c in cols if "acc" in c or "pass@" in c or "reward" in c]),
+                         ("Dynamics and cost", [c for c in cols if not ("acc" in c or "pass@" in c or "reward" in c)])):
+        extra = ["step time vs GRPO"] if "s/step" in group else []
+        lines += ["", f"**{title}**", "", "| method | " + " | ".join(group + extra) + " |",
+                  "|---" * (len(group) + len(extra) + 1) + "|"]
+        for method, row in table.items():
+            cells = [fmt(*row[c]) for c in group]
+            if extra:
+                rel = row["s/step"][0] / grpo_step if math.isfinite(grpo_step) and grpo_step > 0 else float("nan")
+                cells.append(f"{rel:.2f}x")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    start = summary["start_passk"]
+    lines += ["", "Initial model: " + ", ".join(f"pass@{k} {m:.3f}" for k, (m, _) in start.items()), "",
+              "## The papers' claims at this scale", "",
+              "A claim holds when the difference is in the claimed direction by more than two standard errors "
+              "(seeds as samples); otherwise it did not hold (opposite direction) or cannot be judged.", "",
+              "| claim | paper | here | evidence |", "|---|---|---|---|"]
+    lines += [f"| {c['claim']} | {c['source']} | {c['verdict']} | {c['evidence']} |" for c in summary["claims"]]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------- cli
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--out", default=os.path.join(runs_dir(), "compare"))
+    parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
+    parser.add_argument("--tiny-dir", default=None)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    methods = [m for m in args.methods.split(",") if m]
+    if args.seeds < 1 or args.steps < 1 or args.passk_samples < 1:
+        print("error: --seeds, --steps and --passk-samples must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        from rlvr_recipes.launch.cpu_run import cpu_environment, method_overrides, registered
+
+        env = cpu_environment()  # before verl is imported here: the cpu platform, as in every run's processes
+        os.environ.update({k: env[k] for k in ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES")})
+        estimators, _ = registered()
+        for m in methods:
+            method_overrides(m, estimators)
+        compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.timeout)
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
