@@ -9,6 +9,7 @@ and directory; both are stopped by pid and environment tag, also when a test fai
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -223,3 +224,47 @@ def test_scancel_of_a_two_node_job_stops_every_ray_process_of_the_job(slurm_clus
         time.sleep(2)
     acct, shown = job_state(env, job)
     assert acct.startswith("CANCELLED") and shown == "CANCELLED", (acct, shown)
+
+
+@pytest.fixture(scope="module")
+def slurm_gpu_cluster(tmp_path_factory):
+    """A one-node Slurm cluster declaring a fake generic resource gpu:2 (FAKE_GPUS: counted, no device behind it)."""
+    cdir = Path(tempfile.mkdtemp(prefix="rlvr-slurm-gpu-", dir="/tmp"))
+    cdir.chmod(0o755)
+    env = {**os.environ, "CLUSTER_DIR": str(cdir), "SLURM_PORT": str(SLURM_PORT + 20), "NODES": "1", "FAKE_GPUS": "2",
+           "SLURM_CONF": str(cdir / "etc" / "slurm.conf")}
+    script = str(ROOT / "tests" / "cluster" / "slurm_cluster.sh")
+    try:
+        subprocess.run(["bash", script, "start"], env=env, check=True, timeout=600)
+        yield {**env, "LOGS": str(tmp_path_factory.mktemp("gpujobs"))}
+    finally:
+        subprocess.run(["bash", script, "stop"], env=env, timeout=180)
+        shutil.rmtree(cdir, ignore_errors=True)
+
+
+def test_slurm_gpu_request_reaches_the_job_and_its_steps(slurm_gpu_cluster):
+    """The sbatch and srun GPU options slurm.sh generates, on a probe script: the batch step and a Ray-like step both
+    get the node's 2 GPUs from Slurm; the old submission (no GPU option to sbatch) got none, which the job now refuses."""
+    env = slurm_gpu_cluster
+    dry = subprocess.run(["bash", str(ROOT / "rlvr_recipes" / "launch" / "slurm.sh"), "--recipe", "grpo", "--nnodes", "1",
+                          "--gpus-per-node", "2", "--dry-run"],
+                         env={**os.environ, "MODEL_PATH": "/m", "TRAIN_FILES": "/t", "VAL_FILES": "/v", "PREFLIGHT": "0"},
+                         capture_output=True, text=True, timeout=120)
+    sbatch_line, head_line = dry.stdout.splitlines()[:2]
+    words = shlex.split(sbatch_line)
+    script = next(i for i, w in enumerate(words) if w.endswith("slurm.sh"))
+    sbatch_opts = [w for w in words[1:script] if "RLVR_ROOT" not in w]  # the options slurm.sh gives sbatch
+    srun_opts = shlex.split(head_line)[:shlex.split(head_line).index("-w")]
+    assert "--gpus-per-node=2" in sbatch_opts and "--gpus-per-node=2" in srun_opts
+    probe = Path(env["LOGS"]) / "probe.sh"
+    probe.write_text("#!/bin/bash\necho batch:${SLURM_GPUS_ON_NODE:-none}\n"
+                     f"{shlex.join(srun_opts)} bash -c 'echo step:${{SLURM_GPUS_ON_NODE:-none}}'\n")
+    log = Path(env["LOGS"]) / "probe.log"
+    out = subprocess.run(["sbatch", *sbatch_opts, "--wait", "--output", str(log), str(probe)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr + (log.read_text() if log.exists() else "")
+    assert "batch:2" in log.read_text() and "step:2" in log.read_text(), log.read_text()
+    old = Path(env["LOGS"]) / "old.log"
+    subprocess.run(["sbatch", "--exclusive", "--ntasks-per-node=1", "--wait", "--output", str(old), str(probe)],
+                   env=env, capture_output=True, text=True, timeout=300)
+    assert "batch:none" in old.read_text(), old.read_text()

@@ -23,15 +23,15 @@ EXPECTED = {
     "grpo": ("grpo", "vanilla", "token-mean", 0.2, 0.2, 8, True, True),
     "dapo": ("grpo", "vanilla", "token-mean", 0.2, 0.28, 8, True, False),
     "drgrpo": ("grpo", "vanilla", "seq-mean-token-sum-norm", 0.2, 0.2, 8, False, False),
-    "gspo": ("grpo", "gspo", "seq-mean-token-mean", 3e-4, 4e-4, 8, True, True),
+    "gspo": ("grpo", "gspo", "seq-mean-token-mean", 0.2, 0.2, 8, True, True),
     "avspo": ("avspo", "vanilla", "seq-mean-token-mean", 0.2, 0.2, 8, True, False),
     "agrae_grpo": ("agrae", "vanilla", "seq-mean-token-mean", 0.2, 0.2, 8, True, True),
     "agrae_dapo": ("agrae", "vanilla", "token-mean", 0.2, 0.28, 8, True, False),
     "agrae_drgrpo": ("agrae", "vanilla", "seq-mean-token-sum-norm", 0.2, 0.2, 8, False, False),
     "aapo": ("aapo", "aapo", "token-mean", 0.2, 0.2, 6, True, False),
-    "cw_grpo": ("grpo", "vanilla", "seq-mean-token-mean", 0.2, 0.2, 12, True, False),
+    "cw_grpo": ("grpo", "vanilla", "seq-mean-token-mean", 0.2, 0.2, 12, True, True),
     "grpo_n": ("grpo_n", "vanilla", "token-mean", 0.2, 0.2, 8, True, True),
-    "gspo_n": ("grpo_n", "gspo", "seq-mean-token-mean", 3e-4, 4e-4, 8, True, True),
+    "gspo_n": ("grpo_n", "gspo", "seq-mean-token-mean", 0.2, 0.2, 8, True, True),
 }
 
 
@@ -74,10 +74,17 @@ def test_recipe_composes_validates_and_selects(name):
 
 
 def test_dapo_specifics_and_overrides():
+    # the dapo recipe is the A-GRAE paper's DAPO (001 App. C.2): no dynamic sampling, binary reward, completion 2048
     cfg = load("dapo")
-    assert cfg.algorithm.filter_groups.enable and cfg.reward.reward_manager.name == "dapo"
-    assert cfg.reward.reward_kwargs.overlong_buffer_cfg.len == 512
-    assert cfg.reward.reward_kwargs.max_resp_len == cfg.data.max_response_length
+    assert not cfg.algorithm.filter_groups.enable and cfg.reward.reward_manager.name == "dapo"
+    assert not cfg.reward.reward_kwargs.overlong_buffer_cfg.enable
+    assert cfg.reward.reward_kwargs.max_resp_len == cfg.data.max_response_length == 2048
+    # DAPO's own two (the body every DAPO config builds on) come back with two keys
+    cfg = load("dapo", ["algorithm.filter_groups.enable=true", "reward.reward_kwargs.overlong_buffer_cfg.enable=true"])
+    assert cfg.algorithm.filter_groups.metric == "acc" and cfg.reward.reward_kwargs.overlong_buffer_cfg.len == 512
+    # no recipe keeps verl's dual clip (no paper's objective has it); 3.0 restores it
+    assert load("grpo_n").actor_rollout_ref.actor.clip_ratio_c == pytest.approx(1e9)
+    assert load("grpo_n", ["actor_rollout_ref.actor.clip_ratio_c=3.0"]).actor_rollout_ref.actor.clip_ratio_c == 3.0
     cfg = load("agrae_grpo", ["algorithm.agrae.alpha=0.5", "actor_rollout_ref.rollout.n=16"])
     assert cfg.algorithm.agrae.alpha == 0.5 and cfg.actor_rollout_ref.rollout.n == 16
     assert cfg.reward.custom_reward_function.reward_kwargs.recipe == "accuracy"  # compute_score's own default

@@ -265,26 +265,26 @@ def working_overrides(config: Any, findings: list[Finding]) -> tuple[list[str], 
 
 
 def verl_version_problem(recipe: str, allow_other: bool) -> Optional[str]:
-    """The installed verl against the version this package was written for; a message or None."""
+    """The installed verl against the version the recipe was checked against
+    (:func:`rlvr_recipes.launch.verl_version.check_verl_version`: it raises on a mismatch, and warns instead with
+    ``allow_other`` or ``RLVR_ALLOW_VERL_VERSION=1``); the message, or None."""
+    from rlvr_recipes.launch.verl_version import VerlVersionError, check_verl_version
+
     try:
-        from rlvr_recipes.launch.verl_version import check_verl_version
-    except ImportError:  # VERL VERSION CHECK: module not present in this tree
-        return None
-    try:
-        result = check_verl_version(recipe, allow_other)
-    except Exception as exc:  # noqa: BLE001 - the check reports by raising
-        return str(exc)
-    return result if isinstance(result, str) and result else None
+        check_verl_version(recipe, allow_other)
+    except (VerlVersionError, KeyError, FileNotFoundError, ValueError) as exc:
+        return str(exc.args[0] if exc.args else exc)
+    return None
 
 
 def run(recipe: str, nnodes: int, gpus_per_node: int, overrides: Sequence[str] = (), allow_other_verl: bool = False,
-        config: Any = None, out=None) -> int:
+        config: Any = None, out=None, check_version: bool = True) -> int:
     """The pre-flight of ``recipe`` on ``nnodes`` x ``gpus_per_node``; prints the verdict, returns the exit status.
 
     ``config``: the recipe already composed with ``overrides`` (tests compose once and vary the shape); else it is
     composed here with ``overrides`` and the shape, as the launchers' command line composes it."""
     out = out or sys.stdout
-    problem = verl_version_problem(recipe, allow_other_verl)
+    problem = verl_version_problem(recipe, allow_other_verl) if check_version else None
     if problem:
         print(f"FAIL: {problem}", file=out)
         return 1
@@ -305,6 +305,40 @@ def run(recipe: str, nnodes: int, gpus_per_node: int, overrides: Sequence[str] =
     else:
         print(f"no single change found for {shape}; see the lines above", file=out)
     return 1
+
+
+#: the shapes of the table in docs/cluster.md (nodes, GPUs per node)
+TABLE_SHAPES = ((1, 1), (1, 4), (1, 8), (2, 8), (4, 8), (8, 8))
+#: what every launcher adds to the command line (rlvr_recipes/launch/common.sh: --tp, default 1)
+LAUNCHER_OVERRIDES = ("actor_rollout_ref.rollout.tensor_model_parallel_size=1",)
+
+
+def verdict(recipe: str, config: Any, nnodes: int, gpus_per_node: int) -> tuple[str, str]:
+    """``pass``, or the last part of the first failing key, and the pre-flight's report (verl version not checked)."""
+    shaped = updated(config, {"trainer.nnodes": nnodes, "trainer.n_gpus_per_node": gpus_per_node})
+    findings = check(shaped)
+    out = io.StringIO()
+    status = run(recipe, nnodes, gpus_per_node, config=config, out=out, check_version=False)
+    fatal = [f for f in findings if f.fatal]
+    return ("pass" if status == 0 else fatal[0].key.split(".")[-1]), out.getvalue()
+
+
+def recipe_names() -> list[str]:
+    """Every recipe config (rlvr_recipes/configs/*.yaml but the CPU overlay), sorted."""
+    from rlvr_recipes import CONFIG_DIR
+
+    return sorted(f[:-5] for f in os.listdir(CONFIG_DIR) if f.endswith(".yaml") and f != "cpu.yaml")
+
+
+def shapes_table(recipes: Sequence[str]) -> str:
+    """The markdown table of docs/cluster.md: each recipe (as the launchers compose it) on :data:`TABLE_SHAPES`."""
+    head = "| recipe | " + " | ".join(f"{n} x {g}" for n, g in TABLE_SHAPES) + " |"
+    lines = [head, "| --- |" + " --- |" * len(TABLE_SHAPES)]
+    for recipe in recipes:
+        config = compose(recipe, LAUNCHER_OVERRIDES)
+        cells = [verdict(recipe, config, n, g)[0] for n, g in TABLE_SHAPES]
+        lines.append(f"| `{recipe}` | " + " | ".join(c if c == "pass" else f"`{c}`" for c in cells) + " |")
+    return "\n".join(lines)
 
 
 def quiet_import_verl() -> None:
@@ -330,7 +364,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         argv, overrides = argv[:at], argv[at + 1:]
     parser = argparse.ArgumentParser(prog="python -m rlvr_recipes.launch.preflight", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipe", required=True, help="a config in rlvr_recipes/configs (e.g. agrae_grpo)")
+    parser.add_argument("--recipe", help="a config in rlvr_recipes/configs (e.g. agrae_grpo)")
+    parser.add_argument("--table", action="store_true", help="print docs/cluster.md's table: every recipe on "
+                        "1x1 ... 8x8 GPUs")
     parser.add_argument("--nnodes", type=int, default=1)
     parser.add_argument("--gpus-per-node", type=int, default=8)
     parser.add_argument("--allow-other-verl", action="store_true", help="only warn when verl is not the version "
@@ -340,6 +376,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     bad = [a for a in rest if "=" not in a]
     if bad:
         parser.error(f"unknown argument {bad[0]!r}")
+    if args.table:
+        quiet_import_verl()
+        print(shapes_table(recipe_names()))
+        return 0
+    if not args.recipe:
+        parser.error("--recipe is required")
     if args.nnodes < 1 or args.gpus_per_node < 1:
         parser.error("--nnodes and --gpus-per-node must be positive")
     from rlvr_recipes import CONFIG_DIR

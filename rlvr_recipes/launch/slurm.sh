@@ -11,7 +11,8 @@
 # `sbatch --nodes N --ntasks-per-node 1 --exclusive --gpus-per-node G` (SBATCH_ARGS: further sbatch options, e.g.
 # "--output runs/slurm/%j.log --partition gpu --wait"); inside the job each Ray step asks srun for the node's GPUs
 # too, and a job without GPUs from Slurm stops at once. `sbatch --nodes 2 --gpus-per-node 8 slurm.sh ...` works as
-# well. Submit from the repository root (the job finds it through SLURM_SUBMIT_DIR) or set RLVR_ROOT. With --dry-run
+# well (then submit from the repository root: the job finds it through SLURM_SUBMIT_DIR, or set RLVR_ROOT; submitted
+# by this script, the job is told where the package is, a clone or an installed one). With --dry-run
 # it prints the sbatch command and the job's commands for NNODES nodes. Environment (all optional):
 #   RLVR_VENV       virtualenv whose bin/ goes first on PATH in the job (default RLVR_ROOT/.venv, if it exists); Ray
 #                   is started with that python3 (python3 -m ray.scripts.scripts), which must import ray and verl
@@ -54,7 +55,7 @@ if [ -z "${SLURM_JOB_NODELIST:-}" ]; then
     die "not inside a Slurm allocation and no sbatch here: run this on a Slurm submit host, or use --dry-run"
   run_preflight
   # shellcheck disable=SC2206  # SBATCH_ARGS is a list of sbatch options
-  SBATCH_CMD=(sbatch --job-name=rlvr --nodes="$NNODES" --ntasks-per-node=1 --exclusive
+  SBATCH_CMD=(sbatch --job-name=rlvr --nodes="$NNODES" --ntasks-per-node=1 --exclusive --export="ALL,RLVR_ROOT=$RLVR_ROOT"
     ${GPU_REQUEST[@]+"${GPU_REQUEST[@]}"} ${SBATCH_ARGS:-} "$RLVR_ROOT/rlvr_recipes/launch/slurm.sh")
   for a in "$@"; do [ "$a" = --dry-run ] || SBATCH_CMD+=("$a"); done
   run "${SBATCH_CMD[@]}"

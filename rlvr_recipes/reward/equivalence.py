@@ -3,11 +3,16 @@
 Three stages, cheapest first (ACR paper 000, App. A.3: rule-based parsing, SymPy verification, 1e-6 tolerance):
 
 1. normalised strings equal (``\\dfrac``/``\\frac``, ``\\left``/``\\right``, spacing, ``$``, ``\\text{}`` units,
-   degrees, percent signs, thousands commas, a trailing period);
+   degrees, percent signs, thousands commas, a trailing period); word answers case-free (``\\text{Yes}`` = yes);
 2. both plain numbers (integers, decimals, ``a/b``, ``\\frac{a}{b}``): exact for integers and fractions, within
-   :data:`NUMERIC_TOL` (relative above 1, absolute below) when a decimal is involved;
-3. symbolic: math-verify (sets, intervals, matrices, equations, LaTeX) and, where it says no, a SymPy fallback
-   (numeric difference within :data:`NUMERIC_TOL`, or ``simplify(a - b) == 0``).
+   :data:`NUMERIC_TOL` (relative above 1, absolute below) when a decimal is involved; a decimal comma (``1,22``)
+   against a decimal, while a comma and a space (``32, 349``) always separate list items;
+3. symbolic: math-verify (sets, intervals, matrices, equations and inequalities, relations against intervals) and,
+   where it says no, a SymPy fallback (numeric difference within :data:`NUMERIC_TOL`, or ``simplify(a - b) == 0``).
+
+Before them, a multiple-choice ground truth (``C``, ``(C)``, ``\\text{(C)}``, ``(C) 18``) is matched by option letter,
+a ground truth written as boxes or as a worked solution is reduced to its answer (:func:`gold_answer`), and lists
+(``1, 2``; ``x = 3 \\text{ or } x = -3``) are matched item by item in any order before one symbolic set comparison.
 
 Stage 3 runs in a killable worker process (:mod:`rlvr_recipes.reward.sandbox`) with a hard time limit, because math-verify's
 own timeout uses ``signal.alarm``, which only works on a process's main thread, and verl's reward loop calls the
@@ -75,8 +80,8 @@ _UNIT_WORDS = (
 )
 _TRAILING_UNIT = re.compile(r"^(-?[\d.,/]+|\\frac\{[^{}]*\}\{[^{}]*\})\s*(?:\\,|\\;|\\ |~)*\s*" + _UNIT_WORDS + r"\.?$")
 _THOUSANDS = re.compile(r"^-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
-#: ``1,22`` / ``3,5``: a decimal comma (a comma not followed by exactly three digits), read as such only when the
-#: ground truth is a non-integer decimal (``0,111`` cannot be thousands) (``1,2`` against ``1, 2`` stays a list).
+#: ``1,22`` / ``3,5`` / ``0,111``: a decimal comma (not followed by exactly three digits, or after a lone 0), read as
+#: such only against a non-integer decimal on the other side and never with a space after it (``1, 2`` is a list).
 _DECIMAL_COMMA = re.compile(r"^-?(?:0,\d+|\d+,(?:\d{1,2}|\d{4,}))$")
 #: ``32, 349``: a comma and a space between digits separate list items (never thousands, never a decimal comma).
 _SPACED_COMMA = re.compile(r"\d\s*,\s+-?\d")
@@ -421,7 +426,7 @@ def gold_answer(gold: str) -> str:
 
 
 #: A multiple-choice answer: ``C``, ``(C)``, ``\\text{(C)}``, ``\\textbf{(C) }18``, ``(C) 18``.
-_CHOICE = re.compile(r"\(?([A-E])\)?(?:[\s:.]|$)")
+_CHOICE = re.compile(r"\(([A-E])\)|([A-E])(?=$|[:.)]|\s+(?![a-z]))")
 
 
 def _choice(answer: str, strict: bool) -> Optional[str]:
@@ -431,7 +436,7 @@ def _choice(answer: str, strict: bool) -> Optional[str]:
     m = re.fullmatch(r"\(?([A-E])\)?", s) if strict else _CHOICE.match(s)
     if m is None and strict:
         m = re.fullmatch(r"\(([A-E])\)\s*\S.*", s)  # "(C) 18"
-    return m.group(1) if m else None
+    return next((g for g in m.groups() if g), None) if m else None
 
 
 #: List separators at the top level of an answer: commas, semicolons, "and", "or", ``\\quad``.
@@ -442,6 +447,8 @@ def split_list(answer: str) -> list[str]:
     """The items of a list answer (``1, 2``, ``x = 3 \\text{ or } x = -3``, ``(1,2), (2,1)``) split at top-level
     separators; a single item for anything else (intervals and tuples keep their inner commas)."""
     s = _strip_delimiters(answer)
+    if parse_number(normalise(s)) is not None:  # 1,000,000 is one number
+        return [s]
     if len(s) > MAX_ANSWER_CHARS or s.count(",") + s.count(";") + s.count("and") + s.count("or") > 64:
         return [s]
     s = _LIST_WORDS.sub(",", s)
@@ -449,7 +456,8 @@ def split_list(answer: str) -> list[str]:
     i = 0
     while i < len(s):
         c = s[i]
-        if c == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
+        if c == "\\" and i + 1 < len(s) and s[i + 1] in "{}":  # \{ \}: set braces nest like any other
+            depth = depth + 1 if s[i + 1] == "{" else max(0, depth - 1)
             current.append(s[i : i + 2])
             i += 2
             continue
@@ -469,6 +477,12 @@ def split_list(answer: str) -> list[str]:
 
 
 _CLOCK = re.compile(r"\d{1,2}:\d{2}")
+
+
+def _is_plain(answer: str) -> bool:
+    """A plain number or a word: the cheap stages decide every comparison with it."""
+    s = normalise(answer)
+    return parse_number(s) is not None or re.fullmatch(r"[A-Za-z][A-Za-z ]+", s) is not None
 
 
 def _cheap_equal(a_raw: str, b_raw: str) -> Optional[bool]:
@@ -526,8 +540,7 @@ def _equivalent_one(pred: str, gold: str, timeout_s: float) -> bool:
                 left.remove(match)
             else:
                 return True
-        verdicts = [_cheap_equal(x, y) for x in pred_items + gold_items for y in pred_items + gold_items]
-        if all(v is not None for v in verdicts):  # plain numbers and words on both sides: nothing left to decide
+        if all(_is_plain(x) for x in pred_items + gold_items):  # numbers and words only: nothing left to decide
             return False
         return _symbolic(", ".join(pred_items), ", ".join(gold_items), timeout_s)
     return _symbolic(pred, gold, timeout_s)

@@ -4,6 +4,11 @@ The rule-based parser of the ACR paper (000, App. A.3): the last ``\\boxed{...}`
 is", else the last numerical expression. Responses in the ``<think>...</think><answer>...</answer>`` format of the
 CW-GRPO and AAPO setups (003 App. B, 002 App. C.2) are read inside their last complete ``<answer>`` block first.
 
+Beyond the paper's rule: boxes that only list answers (``$x = \\boxed{1}$ and $x = \\boxed{2}$``) are one answer
+``1, 2`` (a box followed by other words is still replaced by the later one); "Final Answer: The largest $n$ is 34."
+gives ``34``; an unboxed response ending in a math span gives the whole span (``$x \\neq 5$``, ``$E$``); a digit
+inside a word (``AZYUK2A``) is no number, and inline math broken over lines (``$ \\n 9 \\n $``) holds no answer.
+
 Every function here is linear in the input (``str.rfind``, bounded scans, anchored regexes), never raises on any
 ``str``, and returns ``None`` when no answer is found: a 1 MB response costs milliseconds.
 """
@@ -144,8 +149,8 @@ def _group_answer(text: str) -> Optional[str]:
     return ", ".join(group) if group else None
 
 
-#: "The largest $n$ is 34." / "So she has 15 apples left.": a sentence whose answer follows its last "is" / "=".
-_SENTENCE_ANSWER = re.compile(r"(?:\bis|\bare|\bequals|=)\s+(?!\s)(.+)$", re.IGNORECASE)
+#: "The largest $n$ is 34.": a sentence whose answer follows its last "is" / "are" / "equals" / "=".
+_SENTENCE_ANSWER = re.compile(r".*(?:\bis|\bare|\bequals|=)\s+(\S.*)$", re.IGNORECASE)
 
 
 def _delimited(tail: str) -> Optional[str]:

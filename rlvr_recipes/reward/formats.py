@@ -16,10 +16,17 @@ from rlvr_recipes.reward.extract import MAX_SCAN_CHARS, last_boxed
 _TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
 
-def think_answer(response: str) -> float:
-    """1.0 for one ``<think>`` block then one ``<answer>`` block, only whitespace around and between them."""
+def think_answer(response: str, think_opened: bool = False) -> float:
+    """1.0 for one ``<think>`` block then one ``<answer>`` block, only whitespace around and between them.
+
+    ``think_opened``: the chat template already wrote ``<think>`` at the end of the prompt (DeepSeek-R1-Distill's
+    does), so the response is read as if it began with it; a response that writes a second ``<think>`` is wrong.
+    Without it, on such a model no response could ever score (003 App. C rewards "properly matched <think> tags").
+    """
     if not isinstance(response, str) or len(response) > 4 * MAX_SCAN_CHARS:
         return 0.0
+    if think_opened:
+        response = "<think>" + response
     if [response.count(t) for t in _TAGS] != [1, 1, 1, 1]:
         return 0.0
     positions = [response.find(t) for t in _TAGS]

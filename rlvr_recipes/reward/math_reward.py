@@ -101,7 +101,8 @@ COMPONENTS: tuple[str, ...] = (
 _VERL_KWARGS = frozenset(
     {"reward_router_address", "reward_model_tokenizer", "sandbox_fusion_url", "concurrent_semaphore", "memory_limit_mb"}
 )
-_OPTIONS = frozenset({"recipe", "weights", "boxed_only", "timeout_s"} | {f"cosine_{k}" for k in COSINE_DEFAULTS})
+_OPTIONS = frozenset({"recipe", "weights", "boxed_only", "timeout_s", "think_opened"}
+                     | {f"cosine_{k}" for k in COSINE_DEFAULTS})
 
 
 def resolve_weights(recipe: str = "accuracy", weights: Optional[Mapping[str, float]] = None) -> dict[str, float]:
@@ -134,14 +135,16 @@ def score_components(
     boxed_only: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cosine: Optional[Mapping[str, float]] = None,
+    think_opened: bool = False,
 ) -> dict[str, float]:
-    """Every component of :data:`COMPONENTS` for one response (never raises: failures score 0)."""
+    """Every component of :data:`COMPONENTS` for one response (never raises: failures score 0). ``think_opened``:
+    the prompt ends in ``<think>`` written by the chat template (:func:`rlvr_recipes.reward.formats.think_answer`)."""
     cos_kwargs = {**COSINE_DEFAULTS, **(cosine or {})}
     text = response if isinstance(response, str) else ""
     correct = is_correct(text, ground_truth, boxed_only, timeout_s)
     checks: dict[str, Callable[[], float]] = {
         "accuracy": lambda: float(correct),
-        "format_think_answer": lambda: formats.think_answer(text),
+        "format_think_answer": lambda: formats.think_answer(text, think_opened),
         "format_think_delimiter": lambda: formats.think_delimiter(text),
         "format_boxed": lambda: formats.boxed(text),
         "cosine_scaled_accuracy": lambda: cosine_scaled_accuracy(correct, len(text), **cos_kwargs),
@@ -197,7 +200,8 @@ def compute_score(
     ``accuracy``), ``weights`` (component -> weight, replaces the recipe), ``boxed_only`` (only boxed answers
     count), ``timeout_s`` (hard limit on one symbolic comparison, default 3), ``cosine_max_len``,
     ``cosine_min_value_correct``, ``cosine_max_value_correct``, ``cosine_min_value_wrong``,
-    ``cosine_max_value_wrong`` (:func:`cosine_scaled_accuracy`). An unknown option raises ``ValueError``, and a
+    ``cosine_max_value_wrong`` (:func:`cosine_scaled_accuracy`), ``think_opened`` (the chat template opens
+    ``<think>`` in the prompt: the format check reads the response as if it began with it). An unknown option raises ``ValueError``, and a
     missing or empty ground truth raises :class:`MissingGroundTruth` naming the sample (verl's reward loop then stops
     the run); no response ever does.
 
@@ -218,6 +222,7 @@ def compute_score(
         boxed_only=bool(kwargs.get("boxed_only", False)),
         timeout_s=float(kwargs.get("timeout_s", DEFAULT_TIMEOUT_S)),
         cosine=cosine,
+        think_opened=bool(kwargs.get("think_opened", False)),
     )
     score = sum(w * components[name] for name, w in weights.items())
     return {"score": float(score), "acc": components["accuracy"], **components}

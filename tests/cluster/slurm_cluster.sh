@@ -12,13 +12,16 @@
 # JobCompType=jobcomp/filetxt to $CLUSTER_DIR/log/jobcomp.txt, which `sacct --completion` (-c) reads; squeue and
 # scontrol show a finished job for MinJobAge (600 s).
 # Environment: CLUSTER_DIR (default /tmp/rlvr-slurm), SLURM_PORT (slurmctld's port, default 46817; node i's slurmd
-# uses +1+i), NODES (default 1; read when the config is written, i.e. when no daemon of the cluster runs).
+# uses +1+i), NODES (default 1; read when the config is written, i.e. when no daemon of the cluster runs), FAKE_GPUS
+# (default 0: none; N declares a generic resource gpu:N on every node, backed by stand-in character devices (root:
+# mknod), so that a job's GPU requests and SLURM_GPUS_ON_NODE can be checked without a GPU).
 # `stop` leaves the logs and the controller's state (job ids go on from there at the next start); delete CLUSTER_DIR
 # to start afresh.
 set -euo pipefail
 CLUSTER_DIR="${CLUSTER_DIR:-/tmp/rlvr-slurm}"
 SLURM_PORT="${SLURM_PORT:-46817}"
 NODES="${NODES:-1}"
+FAKE_GPUS="${FAKE_GPUS:-0}"
 CONF="$CLUSTER_DIR/etc/slurm.conf"
 MUNGE_SOCKET="$CLUSTER_DIR/munge/munge.socket"
 # Every daemon (and every slurmstepd that slurmd starts) carries this tag in its environment: `stop` finds leftovers
@@ -71,6 +74,7 @@ any_slurm_running() {
 write_config() {
   local host cpus mem i names=()
   [[ "$NODES" =~ ^[1-9][0-9]?$ ]] || { say "NODES must be a number of nodes, got '$NODES'"; return 1; }
+  [[ "$FAKE_GPUS" =~ ^[0-9]+$ ]] || { say "FAKE_GPUS must be a number of GPUs per node, got '$FAKE_GPUS'"; return 1; }
   # this host as slurmd sees it: "NodeName=vm CPUs=2 Boards=1 ... RealMemory=24105"
   host="$(hostname -s)"
   cpus="$(slurmd -C | grep -o 'CPUs=[0-9]*' | cut -d= -f2)"
@@ -117,9 +121,22 @@ KillWait=30
 InactiveLimit=0
 Waittime=0
 CONF
+  local gres=""
+  rm -f "$CLUSTER_DIR/etc/gres.conf"
+  if [ "$FAKE_GPUS" != 0 ]; then
+    # gres/gpu counts only GPUs with a device file: character devices like /dev/null (1,3) under CLUSTER_DIR/dev stand
+    # in for them (gres.conf sits next to slurm.conf); Slurm allocates and reports them, nothing is confined
+    mkdir -p "$CLUSTER_DIR/dev"
+    for i in $(seq 0 $((FAKE_GPUS - 1))); do
+      [ -c "$CLUSTER_DIR/dev/gpu$i" ] || mknod "$CLUSTER_DIR/dev/gpu$i" c 1 3
+    done
+    echo "GresTypes=gpu" >>"$CONF"
+    printf 'AutoDetect=off\nName=gpu File=%s/dev/gpu[0-%d]\n' "$CLUSTER_DIR" $((FAKE_GPUS - 1)) >"$CLUSTER_DIR/etc/gres.conf"
+    gres=" Gres=gpu:$FAKE_GPUS"
+  fi
   for i in "${!names[@]}"; do
     echo "NodeName=${names[$i]} NodeHostname=$host NodeAddr=127.0.0.1 Port=$((SLURM_PORT + 1 + i)) CPUs=$cpus" \
-      "RealMemory=$mem State=UNKNOWN" >>"$CONF"
+      "RealMemory=$mem$gres State=UNKNOWN" >>"$CONF"
   done
   echo "PartitionName=local Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
 }
