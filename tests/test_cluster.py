@@ -264,7 +264,11 @@ def test_slurm_gpu_request_reaches_the_job_and_its_steps(slurm_gpu_cluster):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr + (log.read_text() if log.exists() else "")
     assert "batch:2" in log.read_text() and "step:2" in log.read_text(), log.read_text()
+    # before: `#SBATCH --exclusive` and Ray steps started by `srun --nodes=1 --ntasks=1` with no GPU option. Slurm
+    # 22.05 gives such a job's batch step the node's GPUs, but the step none
+    old_probe = Path(env["LOGS"]) / "old.sh"
+    old_probe.write_text("#!/bin/bash\nsrun --nodes=1 --ntasks=1 bash -c 'echo step:${SLURM_GPUS_ON_NODE:-none}'\n")
     old = Path(env["LOGS"]) / "old.log"
-    subprocess.run(["sbatch", "--exclusive", "--ntasks-per-node=1", "--wait", "--output", str(old), str(probe)],
+    subprocess.run(["sbatch", "--exclusive", "--ntasks-per-node=1", "--wait", "--output", str(old), str(old_probe)],
                    env=env, capture_output=True, text=True, timeout=300)
-    assert "batch:none" in old.read_text(), old.read_text()
+    assert "step:none" in old.read_text(), old.read_text()

@@ -138,3 +138,4 @@ def test_reward_value_check_applies_to_this_package_s_runs_only():
     assert checks.reward_check_applies(cfg("sync", diagnostics=True))  # a recipe of this package
     assert not checks.reward_check_applies(cfg("sync"))  # any other verl run
     assert not checks.reward_check_applies(cfg("colocate_async"))
+    assert checks.reward_check_applies(OmegaConf.create({"reward": {}}))  # no trainer section: not a verl run's config

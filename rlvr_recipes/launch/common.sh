@@ -93,10 +93,15 @@ train_command() {
 # The recipe on this shape, checked before anything is started or submitted (rlvr_recipes/launch/preflight.py): verl's
 # validate_config and the batch arithmetic of its workers; on a failure it names the key to change and a value that
 # works, and the launcher stops. Runs under --dry-run too; its report goes to stderr.
+# PYTHON: the interpreter that runs it (default python3), which must import verl.
 run_preflight() {
   [ "$PREFLIGHT" != 0 ] || return 0
-  local report
-  if ! report="$(PYTHONPATH="$RLVR_ROOT${PYTHONPATH:+:$PYTHONPATH}" python3 -m rlvr_recipes.launch.preflight \
+  local report py="${PYTHON:-python3}"
+  PYTHONPATH="$RLVR_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$py" -c 'import importlib.util as u, sys
+sys.exit(not (u.find_spec("verl") and u.find_spec("rlvr_recipes")))' 2>/dev/null || die "the \
+pre-flight needs verl here: $py cannot import verl and rlvr_recipes; activate the environment they are installed in, \
+set PYTHON to its python, or skip the check with PREFLIGHT=0"
+  if ! report="$(PYTHONPATH="$RLVR_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$py" -m rlvr_recipes.launch.preflight \
       --recipe "$RECIPE" --nnodes "$NNODES" --gpus-per-node "$GPUS_PER_NODE" -- \
       "actor_rollout_ref.rollout.tensor_model_parallel_size=$TP_SIZE" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"} 2>&1)"; then
     echo "$report" >&2

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import io
 import math
 import os
@@ -90,7 +91,7 @@ def updated(config: Any, values: dict[str, Any]) -> Any:
     """A copy of ``config`` with ``values`` (dotted key -> value) set."""
     from omegaconf import OmegaConf, open_dict
 
-    config = config.copy()
+    config = copy.deepcopy(config)  # the caller's config stays as it was
     with open_dict(config):
         for key, value in values.items():
             OmegaConf.update(config, key, value, merge=True)

@@ -67,9 +67,6 @@ unset): submit with 'bash $0 --nnodes $NNODES --gpus-per-node $GPUS_PER_NODE ...
   if [[ "${SLURM_GPUS_ON_NODE:-}" =~ ^[0-9]+$ ]] && [ "$SLURM_GPUS_ON_NODE" -lt "$GPUS_PER_NODE" ]; then
     die "the job has $SLURM_GPUS_ON_NODE GPUs per node from Slurm but --gpus-per-node is $GPUS_PER_NODE"
   fi
-  run_preflight
-else
-  run_preflight
 fi
 RAY_PORT="${RAY_PORT:-6379}"
 RAY_START_TIMEOUT="${RAY_START_TIMEOUT:-300}"
@@ -144,6 +141,8 @@ environment rlvr-recipes is installed in before submitting (sbatch passes the en
   export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="${RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S:-0}"
   export RAY_USAGE_STATS_ENABLED="${RAY_USAGE_STATS_ENABLED:-0}"
 fi
+# inside the job (again, if this script submitted it): the recipe on this shape, with the job's verl
+[ -z "${SLURM_JOB_NODELIST:-}" ] || run_preflight
 
 ray_pids=()  # the srun of each `ray start --block`
 child_pid=""  # the command the script waits for (a check of the Ray nodes, the trainer)

@@ -194,7 +194,8 @@ def reward_check_applies(config: Any) -> bool:
     Any other verl run in the environment keeps verl's own handling."""
     from omegaconf import OmegaConf
 
-    if OmegaConf.select(config, "trainer.v1.trainer_mode", default=None) == "rlvr":
+    mode = OmegaConf.select(config, "trainer.v1.trainer_mode", default=None)
+    if mode is None or mode == "rlvr":  # None: not a verl trainer config (no trainer section); checked as before
         return True
     if OmegaConf.select(config, EXTENSION_MARK, default=False):
         return True
