@@ -24,6 +24,19 @@ from rlvr_recipes.advantage.core import base_advantage, group_stats, outcome_sco
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, compute_grpo_vectorized_outcome_advantage
 
 
+def make_batch(prompts: int, responses: int, tokens: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """Benchmark inputs: ``(token_level_rewards (bs, tokens), response_mask (bs, tokens), uid (bs,))`` with a 0/1
+    outcome reward on the last valid token of ragged responses, ``bs = prompts * responses``, one uid per prompt."""
+    g = torch.Generator().manual_seed(seed)
+    bs = prompts * responses
+    lengths = torch.randint(1, tokens + 1, (bs,), generator=g)
+    mask = (torch.arange(tokens).unsqueeze(0) < lengths.unsqueeze(1)).float()
+    tlr = torch.zeros(bs, tokens)
+    tlr[torch.arange(bs), lengths - 1] = torch.randint(0, 2, (bs,), generator=g).float()
+    uid = np.array([f"uid-{i // responses}" for i in range(bs)], dtype=object)
+    return tlr, mask, uid
+
+
 def ours(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: np.ndarray) -> torch.Tensor:
     """GRPO through the shared core, as every estimator of the package computes its base."""
     scores = outcome_scores(token_level_rewards)

@@ -24,24 +24,13 @@ import torch
 from omegaconf import OmegaConf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import timed_round_robin  # noqa: E402
+from bench_core import make_batch, timed_round_robin  # noqa: E402
 
 import verl  # noqa: E402,F401
 from rlvr_recipes.advantage import state  # noqa: E402
 from rlvr_recipes.advantage.estimators import ESTIMATORS  # noqa: E402
 from rlvr_recipes.trainer.extension import draw_ref_rewards  # noqa: E402
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, get_adv_estimator_fn, get_policy_loss_fn  # noqa: E402
-
-
-def make_batch(prompts: int, responses: int, tokens: int, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    bs = prompts * responses
-    lengths = torch.randint(1, tokens + 1, (bs,), generator=g)
-    mask = (torch.arange(tokens).unsqueeze(0) < lengths.unsqueeze(1)).float()
-    tlr = torch.zeros(bs, tokens)
-    tlr[torch.arange(bs), lengths - 1] = torch.randint(0, 2, (bs,), generator=g).float()
-    uid = np.array([f"uid-{i // responses}" for i in range(bs)], dtype=object)
-    return tlr, mask, uid
 
 
 def bench_estimators(sizes, repeat: int) -> list[dict]:

@@ -39,6 +39,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_core, beside this file
+
 #: bf16 against fp32, largest absolute difference allowed per output (advantages are O(1); bf16 has 8 bits of
 #: mantissa, so a group statistic over bf16 rewards of 0/1 is exact but a normalised value carries ~4e-3 relative)
 BF16_TOL = {"advantage": 0.05, "loss": 0.05, "grad": 0.05}
@@ -48,15 +50,11 @@ SIZE_SPEED = (1024, 16, 4096)
 
 
 def make_batch(prompts: int, responses: int, tokens: int, device: str, seed: int = 0) -> dict[str, Any]:
-    """Outcome rewards on the last valid token, ragged response masks, one uid per prompt, reference rewards."""
-    g = torch.Generator().manual_seed(seed)
-    bs = prompts * responses
-    lengths = torch.randint(1, tokens + 1, (bs,), generator=g)
-    mask = (torch.arange(tokens).unsqueeze(0) < lengths.unsqueeze(1)).float()
-    tlr = torch.zeros(bs, tokens)
-    tlr[torch.arange(bs), lengths - 1] = torch.randint(0, 2, (bs,), generator=g).float()
-    ref = torch.randint(0, 2, (bs,), generator=g).float()
-    uid = np.array([f"uid-{i // responses}" for i in range(bs)], dtype=object)
+    """:func:`bench_core.make_batch` on ``device``, with 0/1 reference rewards for AAPO."""
+    from bench_core import make_batch as core_batch
+
+    tlr, mask, uid = core_batch(prompts, responses, tokens, seed)
+    ref = torch.randint(0, 2, (tlr.shape[0],), generator=torch.Generator().manual_seed(seed + 1)).float()
     return {"tlr": tlr.to(device), "mask": mask.to(device), "ref": ref.to(device), "uid": uid}
 
 

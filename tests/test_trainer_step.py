@@ -217,7 +217,8 @@ def _trainer_on_fake_tq(monkeypatch, lengths, rewards, estimator, step, extra_in
         "actor_rollout_ref": {"rollout": {"n": len(lengths)}},
     })
     n = len(lengths)
-    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(n)], "partition_id": "train", "__len__": lambda s: n})()
+    meta = type("Meta", (), {"keys": [f"p0_{i}_0" for i in range(n)], "partition_id": "train", "tags": [{}] * n,
+                             "__len__": lambda s: n})()
     return trainer, meta, calls, store
 
 

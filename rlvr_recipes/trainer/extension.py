@@ -175,6 +175,39 @@ def advantage_step(
     return data, metrics
 
 
+def padding_rows(tags: Any) -> np.ndarray:
+    """``(bs,)`` bool: the rows verl 0.9.1 appended as no-op filler (``tag["is_padding"]``, written by
+    ``verl/trainer/ppo/padding_utils.py`` ``upsample_batch_to_divisible_size`` when ``_balance_batch`` makes the batch
+    divisible by the data-parallel and mini-batch sizes). They carry one ``pad...`` uid, a zero reward and a zero
+    response mask."""
+    return np.array([bool(tag.get("is_padding", False)) for tag in tags], dtype=bool)
+
+
+def advantage_step_real_rows(data: Any, is_padding: np.ndarray, *args: Any, batch_keys: Optional[list] = None,
+                             **kwargs: Any) -> tuple[Any, dict[str, float]]:
+    """:func:`advantage_step` on the real rows only; padding rows get zero advantages and returns.
+
+    A filler row would otherwise be a sample of every batch statistic: one filler row moves AVSPO's batch ACR
+    (a collapsed group of size 1) and A-GRAE's batch accuracy omega, and AAPO would look up reference rewards for it.
+    The real rows' results are exactly those of a batch without the filler rows.
+    """
+    if not is_padding.any():
+        return advantage_step(data, *args, batch_keys=batch_keys, **kwargs)
+    real = np.flatnonzero(~is_padding)
+    sub, metrics = advantage_step(data.select_idxs(real), *args,
+                                  batch_keys=None if batch_keys is None else [batch_keys[i] for i in real], **kwargs)
+    index = torch.as_tensor(real, device=sub.batch["advantages"].device)
+    for key in sub.batch.keys():
+        if key in data.batch.keys() and key not in ("advantages", "returns"):
+            continue  # an input the step did not write
+        value = sub.batch[key]
+        full = torch.zeros((len(is_padding), *value.shape[1:]), dtype=value.dtype, device=value.device)
+        full[index] = value
+        data.batch[key] = full
+    metrics["training/padding_rows"] = float(is_padding.sum())
+    return data, metrics
+
+
 def reward_extra_values(extra_fields: Any, key: str) -> np.ndarray:
     """``(bs,)`` float values of ``reward_extra_info[key]`` from the rows' ``extra_fields`` (verl's agent loop stores
     the reward manager's per-response extra info there; DAPO's manager and this package's rewards put ``acc``).
@@ -498,8 +531,10 @@ def register() -> None:
             if rollout_correction:
                 data, is_metrics = trainer_base.compute_rollout_correction_and_add_to_batch(data, rollout_corr)
                 metrics.update(is_metrics)
-            data, step_metrics = advantage_step(
+            # verl's filler rows (is_padding) enter no statistic: advantages of the real rows only
+            data, step_metrics = advantage_step_real_rows(
                 data,
+                padding_rows(batch.tags),
                 self.config.algorithm,
                 self.acr_tracker,
                 self.config.actor_rollout_ref.rollout.n,
