@@ -104,8 +104,12 @@ def compute_policy_loss_cw_grpo(
 ) -> tuple[torch.Tensor, dict[str, Any]]:
     """CW-GRPO loss: verl's clipped surrogate (``vanilla``) with ``w~_it * Â_i`` in place of ``Â_i``.
 
-    Covariance statistics over the micro-batch (see the module docstring for the per-group form). No
-    hyperparameters beyond the usual clip ranges from ``config``.
+    Scope: the covariance statistics are taken over the rows of one rank's micro-batch (``ppo_micro_batch_size_per_gpu``
+    rows, or a dynamic token budget), not over the paper's group (Sec. 2.3). The recipe's per-group form is the
+    trainer extension's (``algorithm.cw_grpo.per_group=True``, module docstring); this loss is the fallback. Its
+    figures are logged as ``cw_grpo/micro_batch_mean/*``: verl averages them over micro-batches and ranks, so
+    ``weight_min``/``weight_max`` there are means of per-micro-batch extremes. No hyperparameters beyond the usual
+    clip ranges from ``config``.
 
     Args:
         old_log_prob: ``(bs, L)``.
@@ -120,6 +124,9 @@ def compute_policy_loss_cw_grpo(
         ``(loss, metrics)``: vanilla's metrics plus the weight figures of :func:`covariance_weights`.
     """
     weights, figures = covariance_weights(log_prob, advantages, response_mask)
+    # verl 0.9.1 averages every policy-loss figure over micro-batches and ranks (workers/utils/losses.py wraps them
+    # as Metric(aggregation=MEAN)): the logged min and max are means of per-micro-batch extremes, named as such.
+    figures = {k.replace("cw_grpo/", "cw_grpo/micro_batch_mean/"): v for k, v in figures.items()}
     loss, metrics = compute_policy_loss_vanilla(
         old_log_prob=old_log_prob,
         log_prob=log_prob,
