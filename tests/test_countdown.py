@@ -1,0 +1,100 @@
+"""The countdown verifier (rlvr_recipes/reward/countdown.py): hand-worked cases, hostile text, and a property test
+against expression trees valued in the test itself (never by evaluating text)."""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr_recipes.reward.countdown import Unreadable, answer_text, compute_score, evaluate, is_solution
+
+GT = "24|3,4,6,1"
+
+
+@pytest.mark.parametrize("response, right", [
+    ("<answer>(6 - 3 + 1) * 4... no</answer>\n<answer>4 * 6 * 1</answer>", True),  # last answer block
+    ("so the answer is\n(3 + 1) * 6", True),  # last line
+    ("<answer>6 * 4 = 24</answer>", True),  # trailing '= 24' dropped
+    ("<answer>6 / (1 - 3 / 4)</answer>", True),  # 6 / (1/4) = 24 with fractions
+    ("<answer>(6 * 4) / (3 - 1 - 1)</answer>", False),  # 1 used twice (given once)
+    ("<answer>6 * 4 + 0</answer>", False),  # 0 was not given
+    ("<answer>3 * 8</answer>", False),  # 8 was not given
+    ("<answer>6 * 4 + 1</answer>", False),  # 25
+    ("<answer>6 / (4 - 4)</answer>", False),  # division by zero (and 4 twice)
+    ("<answer>-3 + 27</answer>", False),  # unary sign, 27 not given
+    ("<answer>((((6)))) * ((4))</answer>", True),  # nesting is fine
+    ("<answer>(6 * 4</answer>", False),  # unbalanced
+    ("<answer>6 * 4)</answer>", False),
+    ("<answer>6 ** 4</answer>", False),
+    ("", False),
+])
+def test_hand_worked_cases(response, right):
+    assert compute_score("countdown", response, GT) == {"score": float(right), "acc": float(right)}
+
+
+def test_values_by_hand():
+    assert evaluate("6 / (1 - 3 / 4)") == (Fraction(24), [6, 1, 3, 4])
+    assert evaluate("2 - 3 - 4") == (Fraction(-5), [2, 3, 4])  # left-associative
+    assert evaluate("8 / 4 / 2") == (Fraction(1), [8, 4, 2])
+    assert evaluate("2 + 3 * 4") == (Fraction(14), [2, 3, 4])  # precedence
+    assert answer_text("think\n<answer> 1+2 = 3 </answer>\nbye") == "1+2"
+
+
+@pytest.mark.parametrize("hostile", [
+    "__import__('os').system('echo pwned')",
+    "<answer>6*4 if True else 0</answer>",
+    "<answer>" + "*".join(["999999"] * 30) + "</answer>",  # too long, and would be huge
+    "<answer>" + "(" * 5000 + "1" + ")" * 5000 + "</answer>",
+    "<answer>" + "9" * 10_000 + "</answer>",
+    "<answer>" + "1+" * 100_000 + "1</answer>",
+    "<answer>6*4\x00</answer>",
+    "<answer>６*４</answer>",  # full-width digits are not ASCII digits here
+    "x" * 1_000_000,
+])
+def test_hostile_answers_score_zero_quickly(hostile):
+    t0 = time.monotonic()
+    assert compute_score("countdown", hostile, GT)["score"] == 0.0
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_unreadable_ground_truth_is_an_error_not_a_zero():
+    with pytest.raises(ValueError, match="ground truth"):
+        compute_score("countdown", "<answer>6*4</answer>", "24")
+    assert compute_score("countdown", "<answer>6*4</answer>", {"target": 24, "numbers": [6, 4]})["score"] == 1.0
+
+
+def test_intermediate_size_is_bounded():
+    with pytest.raises(Unreadable):
+        evaluate("999999*999999*999999*999999")
+
+
+# A random expression tree over some of the given numbers, rendered fully parenthesised, valued by the tree.
+def _trees(numbers):
+    leaves = st.sampled_from(numbers).map(lambda n: (str(n), Fraction(n), [n]))
+
+    def combine(children):
+        def node(pair):
+            (ta, va, ua), op, (tb, vb, ub) = pair
+            if op == "/" and vb == 0:
+                return None
+            value = {"+": va + vb, "-": va - vb, "*": va * vb, "/": va / vb if vb else None}[op]
+            return (f"({ta} {op} {tb})", value, ua + ub)
+        return st.tuples(children, st.sampled_from("+-*/"), children).map(node).filter(lambda x: x is not None)
+
+    return st.recursive(leaves, combine, max_leaves=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=2, max_size=6).flatmap(lambda ns: st.tuples(st.just(ns), _trees(ns))))
+def test_parser_value_equals_the_tree_value(case):
+    numbers, (text, value, used) = case
+    assert evaluate(text) == (value, used)
+    # reaching that value is a solution exactly when no number is used more often than given
+    from collections import Counter
+
+    expected = not (Counter(used) - Counter(numbers))
+    assert is_solution(f"<answer>{text}</answer>", value, numbers) == expected
