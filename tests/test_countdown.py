@@ -98,3 +98,27 @@ def test_parser_value_equals_the_tree_value(case):
 
     expected = not (Counter(used) - Counter(numbers))
     assert is_solution(f"<answer>{text}</answer>", value, numbers) == expected
+
+
+def test_generator_solutions_by_hand_and_each_one_verifies():
+    from rlvr_recipes.tiny_task.countdown import solutions
+
+    found = solutions([1, 2, 3], 6)
+    # by hand: 2*3 (1 unused), 1+2+3 and 1*2*3 in their bracketings, 6/1 style forms such as (2*3)/1
+    assert "2 * 3" in found and "(1 * 2) * 3" in found and "(1 + 2) + 3" in found
+    assert "(1 + 2) * 2" not in found  # 2 used twice
+    for expr in found:
+        assert is_solution(f"<answer>{expr}</answer>", Fraction(6), [1, 2, 3]), expr
+    assert solutions([5], 7) == set()
+
+
+def test_generated_problems_have_several_answers_and_are_seeded():
+    from rlvr_recipes.tiny_task.countdown import make_problems, solutions
+
+    problems = make_problems(20, seed=3)
+    assert problems == make_problems(20, seed=3)
+    for p in problems:
+        assert p["solutions"] >= 2 and 2 <= p["target"] <= 60 and len(p["numbers"]) in (3, 4)
+        assert len(solutions(p["numbers"], p["target"])) == p["solutions"]
+        assert compute_score("countdown", "<answer>" + sorted(solutions(p["numbers"], p["target"]))[0] + "</answer>",
+                             p["ground_truth"])["score"] == 1.0
