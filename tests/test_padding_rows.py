@@ -83,3 +83,43 @@ def test_no_padding_is_the_plain_step():
     assert not pad.any()
     out, m = advantage_step_real_rows(data, pad, algo(None), ACRTracker())
     assert "training/padding_rows" not in m and m["acr/acr"] == pytest.approx(1 / 8)
+
+
+def multi_turn_batch():
+    """Rows keyed ``{uid}_{session}_{index}`` as verl's agent loop keys them. p0: session 0 has two outputs (reward 1,
+    then the final one 0), session 1 one output (0). p1: two sessions of one output (1, 0). p2: session 0 has two
+    outputs (0, then the final one 1), session 1 one output (0)."""
+    keys = ["p0_0_0", "p0_0_1", "p0_1_0", "p1_0_0", "p1_1_0", "p2_0_0", "p2_0_1", "p2_1_0"]
+    rewards = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    tlr = torch.zeros(8, 3)
+    tlr[:, -1] = torch.tensor(rewards)
+    mask = torch.ones(8, 3)
+    mask[5, 2] = 0.0  # an earlier turn of another length
+    uid = np.array([k.split("_")[0] for k in keys], dtype=object)
+    data = verl.DataProto.from_dict(tensors={"token_level_rewards": tlr, "response_mask": mask},
+                                    non_tensors={"uid": uid})
+    return data, keys
+
+
+def test_a_multi_turn_session_counts_once_as_verls_grpo_does():
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    data, keys = multi_turn_batch()
+    out, m = advantage_step_real_rows(data, np.zeros(8, dtype=bool), algo(None), ACRTracker(), batch_keys=keys)
+    ref, _ = multi_turn_batch()
+    ref = compute_advantage_for_multi_trajectories(ref, batch_keys=keys, adv_estimator="grpo", num_repeat=1,
+                                                   norm_adv_by_std_in_grpo=True, config=algo(None))
+    torch.testing.assert_close(out.batch["advantages"], ref.batch["advantages"])
+    # by hand: final outputs p0 = [0, 0] (collapsed), p1 = [1, 0], p2 = [1, 0]: ACR 1/3. p2's earlier turn takes its
+    # session's final advantage (1 - 0.5) / std([1, 0]) = 0.5 / 0.7071 on its own two tokens
+    assert m["acr/acr"] == pytest.approx(1 / 3) and m["training/earlier_turn_rows"] == 2.0
+    assert out.batch["advantages"][5].tolist() == pytest.approx([0.7071, 0.7071, 0.0], abs=1e-4)
+
+
+def test_every_estimator_counts_a_multi_turn_session_once():
+    data, keys = multi_turn_batch()
+    _, m = advantage_step_real_rows(data, np.zeros(8, dtype=bool), _cfg("avspo"), ACRTracker(), batch_keys=keys)
+    assert m["avspo/acr"] == pytest.approx(1 / 3)  # sessions: p0 collapsed, p1 and p2 mixed
+    naive, _ = multi_turn_batch()
+    _, m_naive = advantage_step(naive, _cfg("avspo"), ACRTracker())
+    assert m_naive["avspo/acr"] == pytest.approx(0.0)  # rows: p0 [1, 0, 0] looked mixed

@@ -183,28 +183,65 @@ def padding_rows(tags: Any) -> np.ndarray:
     return np.array([bool(tag.get("is_padding", False)) for tag in tags], dtype=bool)
 
 
+def session_final_rows(batch_keys: list) -> np.ndarray:
+    """``(bs,)``: for each row, the row of its session's final output. verl's agent loop keys a row
+    ``{uid}_{session}_{index}``; a multi-turn session has several outputs (index 0, 1, ...), a single-turn one has one.
+    A key of another form is a session of its own."""
+    final: dict[str, tuple[int, int]] = {}
+    sessions = []
+    for row, key in enumerate(batch_keys):
+        fields = str(key).rsplit("_", 2)
+        session, index = (f"{fields[0]}_{fields[1]}", int(fields[2])) if len(fields) == 3 and fields[2].isdigit() \
+            else (f"row{row}", 0)
+        sessions.append(session)
+        if session not in final or final[session][0] < index:
+            final[session] = (index, row)
+    return np.array([final[s][1] for s in sessions], dtype=np.int64)
+
+
 def advantage_step_real_rows(data: Any, is_padding: np.ndarray, *args: Any, batch_keys: Optional[list] = None,
                              **kwargs: Any) -> tuple[Any, dict[str, float]]:
-    """:func:`advantage_step` on the real rows only; padding rows get zero advantages and returns.
+    """:func:`advantage_step` on the samples the papers count: each session's final output, filler rows left out.
 
-    A filler row would otherwise be a sample of every batch statistic: one filler row moves AVSPO's batch ACR
-    (a collapsed group of size 1) and A-GRAE's batch accuracy omega, and AAPO would look up reference rewards for it.
-    The real rows' results are exactly those of a batch without the filler rows.
+    - verl's filler rows (``is_padding``) get zero advantages and returns. Otherwise one filler row would be a sample
+      of every batch statistic: it moves AVSPO's batch ACR (a collapsed group of size 1) and A-GRAE's batch accuracy
+      omega, and AAPO would look up reference rewards for it.
+    - In a multi-turn session (several outputs, ``batch_keys``), only the final output is a sample, and the
+      session's earlier outputs take its advantage on their own tokens. That is what verl 0.9.1 does for GRPO
+      (``trainer/ppo/v1/utils.py`` ``compute_advantage_for_multi_trajectories``), now applied to every estimator.
+      Single-turn rollouts (one output per session) are unchanged.
+
+    The kept rows' results are exactly those of a batch holding only them.
     """
-    if not is_padding.any():
+    n = len(is_padding)
+    final_of = session_final_rows(batch_keys) if batch_keys is not None else np.arange(n)
+    keep = ~is_padding & (final_of == np.arange(n))
+    if keep.all():
         return advantage_step(data, *args, batch_keys=batch_keys, **kwargs)
-    real = np.flatnonzero(~is_padding)
-    sub, metrics = advantage_step(data.select_idxs(real), *args,
-                                  batch_keys=None if batch_keys is None else [batch_keys[i] for i in real], **kwargs)
-    index = torch.as_tensor(real, device=sub.batch["advantages"].device)
+    kept = np.flatnonzero(keep)
+    sub, metrics = advantage_step(data.select_idxs(kept), *args,
+                                  batch_keys=None if batch_keys is None else [batch_keys[i] for i in kept], **kwargs)
+    index = torch.as_tensor(kept, device=sub.batch["advantages"].device)
     for key in sub.batch.keys():
         if key in data.batch.keys() and key not in ("advantages", "returns"):
             continue  # an input the step did not write
         value = sub.batch[key]
-        full = torch.zeros((len(is_padding), *value.shape[1:]), dtype=value.dtype, device=value.device)
+        full = torch.zeros((n, *value.shape[1:]), dtype=value.dtype, device=value.device)
         full[index] = value
         data.batch[key] = full
+    earlier = np.flatnonzero(~is_padding & ~keep)
+    if len(earlier):
+        position = np.full(n, -1, dtype=np.int64)
+        position[kept] = np.arange(len(kept))
+        first_token = sub.batch["response_mask"].argmax(dim=1)
+        final_adv = sub.batch["advantages"][torch.arange(len(kept)), first_token]
+        rows = torch.as_tensor(earlier)
+        source = torch.as_tensor(position[final_of[earlier]])
+        scattered = final_adv[source].unsqueeze(-1) * data.batch["response_mask"][rows]
+        for key in ("advantages", "returns"):
+            data.batch[key][rows] = scattered.to(data.batch[key].dtype)
     metrics["training/padding_rows"] = float(is_padding.sum())
+    metrics["training/earlier_turn_rows"] = float(len(earlier))
     return data, metrics
 
 
@@ -531,7 +568,7 @@ def register() -> None:
             if rollout_correction:
                 data, is_metrics = trainer_base.compute_rollout_correction_and_add_to_batch(data, rollout_corr)
                 metrics.update(is_metrics)
-            # verl's filler rows (is_padding) enter no statistic: advantages of the real rows only
+            # verl's filler rows (is_padding) enter no statistic; a multi-turn session counts once (its final output)
             data, step_metrics = advantage_step_real_rows(
                 data,
                 padding_rows(batch.tags),
