@@ -7,6 +7,7 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
+#   make lab         the comparison on the CPU lab's countdown task with the baselines (runs/lab, docs/lab.md)
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -26,7 +27,7 @@ VLLM_LOCK := requirements/cpu-vllm.lock
 UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
 	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup setup-vllm lock test test-fast quickstart compare toy bench clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare lab toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +77,11 @@ quickstart:
 
 compare: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --out runs/compare
+
+LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,gspo,gspo_n,clip_cov
+LAB_ARGS ?= --seeds 3 --steps 12 --passk-samples 64
+lab: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab
 
 toy: $(STAMP)
 	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy

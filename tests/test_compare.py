@@ -43,6 +43,10 @@ def test_diff_verdict():
     assert _diff_verdict([0.5, 0.1, 0.9], [0.4, 0.8, 0.0], higher=True)[0] == "cannot be judged"
     verdict, why = _diff_verdict([0.5], [0.3], higher=True)
     assert verdict == "cannot be judged" and "one seed" in why
+    # effect size and interval by hand: d = 0.2; each variance (ddof 1) 0.02, s.e. = sqrt(0.02/2 + 0.02/2) = 0.1414
+    verdict, why = _diff_verdict([0.5, 0.7], [0.3, 0.5], higher=True)
+    assert verdict == "cannot be judged"
+    assert "difference +0.200, interval [-0.083, +0.483] (Welch, +/- 2 s.e., 2 and 2 seeds)" in why
 
 
 def test_series_picks_the_validation_key():
@@ -72,6 +76,15 @@ def test_claims_read_the_runs():
     runs["avspo"][1]["curves"]["acr/effective_acr"] = dict(enumerate([0.91] * 4))
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     assert out["AVSPO lowers the effective ACR against GRPO at equal rollouts"]["verdict"] == "did not hold"
+    # each exploration claim is judged against the baseline its paper compares with: GSPO-N against GSPO
+    runs["gspo"] = [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.6), {2: 0.6}),
+                    _run([0.52] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.61), {2: 0.6})]
+    runs["gspo_n"] = [_run([0.9] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.8), {2: 0.6}),
+                      _run([0.91] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.81), {2: 0.6})]
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["gspo_n keeps entropy above gspo"]["verdict"] == "held"
+    assert out["gspo_n keeps large-k pass@4 above gspo"]["verdict"] == "held"
+    assert "grpo_n keeps entropy above grpo" not in out  # no grpo_n runs
 
 
 @pytest.mark.e2e

@@ -122,3 +122,42 @@ def test_generated_problems_have_several_answers_and_are_seeded():
         assert len(solutions(p["numbers"], p["target"])) == p["solutions"]
         assert compute_score("countdown", "<answer>" + sorted(solutions(p["numbers"], p["target"]))[0] + "</answer>",
                              p["ground_truth"])["score"] == 1.0
+
+
+def test_lab_task_split_is_disjoint_seeded_and_mixed():
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec, countdown_problems, prompt_text
+
+    spec = CountdownSpec(train_size=60, test_size=20, warm_start_size=40, sum_fraction=0.5, limit=50)
+    train, test = countdown_problems(spec)
+    assert (train, test) == countdown_problems(spec)
+    assert (train, test) == countdown_problems(spec, with_warm_start=True)[:2]
+    warm = countdown_problems(spec, with_warm_start=True)[2]
+    assert len(train) == 60 and len(test) == 20 and len(warm) == 40
+    truths = [{p["ground_truth"] for p in part} for part in (train, test, warm)]
+    assert len(set().union(*truths)) == 120  # no problem in two sets
+    kinds = [p["kind"] for p in train + test]
+    assert 0 < kinds.count("sum") < len(kinds)
+    for p in train + test:
+        if p["kind"] == "sum":
+            assert p["target"] == sum(p["numbers"])
+        assert 2 <= len(p["answers"]) == p["solutions"] <= 50
+        assert compute_score("countdown", p["answers"][-1], p["ground_truth"])["score"] == 1.0
+    assert prompt_text([3, 7, 9], 19) == "3,7,9>19:"
+    # without a sum fraction the generator draws as before (the default problems are unchanged)
+    from rlvr_recipes.tiny_task.countdown import make_problems
+
+    assert all(p["kind"] == "expression" for p in make_problems(10, seed=3))
+
+
+def test_countdown_rows_are_verl_rows_the_verifier_reads():
+    from rlvr_recipes.tiny_task.build import countdown_rows
+    from rlvr_recipes.tiny_task.countdown import make_problems
+
+    problems = make_problems(3, seed=1, sum_fraction=0.5)
+    rows = countdown_rows(problems, "test")
+    for row, p in zip(rows, problems):
+        assert row["data_source"] == "countdown"
+        assert row["prompt"] == [{"role": "user", "content": ",".join(map(str, p["numbers"])) + f">{p['target']}:"}]
+        truth = row["reward_model"]["ground_truth"]
+        assert truth == f"{p['target']}|{','.join(map(str, p['numbers']))}"
+        assert compute_score(row["data_source"], p["answers"][0], truth)["score"] == 1.0

@@ -2,10 +2,12 @@
 the papers' claims checked against what the runs show.
 
     python -m rlvr_recipes.launch.compare --methods grpo,avspo,agrae,aapo,cw_grpo,grpo_n --seeds 3 --steps 40 [--out DIR]
-                             [--passk-samples 64] [-- KEY=VALUE ...]
+                             [--task addition|countdown] [--passk-samples 64] [-- KEY=VALUE ...]
 
-Each method x seed is one run of the stock ``python -m verl.trainer.main_ppo`` through :func:`rlvr_recipes.launch.cpu_run.train`
-(the CPU, the embedded tiny task; ``KEY=VALUE`` overrides go to every run). Seed ``s`` sets the data order
+Each method x seed is one run of verl's trainer (``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1``, through
+:func:`rlvr_recipes.launch.cpu_run.cluster_run`) on the CPU and an embedded task (``--task``; ``KEY=VALUE`` overrides
+go to every run). Every run of one comparison shares one Ray cluster, started by the first run, so its start-up is
+paid once. Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
 (``rollout.seed``); the warm-started initial model is the same for every seed. A run that finished (its
 ``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped.
@@ -73,10 +75,13 @@ def series(steps: dict[int, dict[str, float]], key: str) -> dict[int, float]:
 
 
 def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..., Any], samples: int,
-                          max_new_tokens: int, seed: int, batch_prompts: int = 64) -> np.ndarray:
+                          max_new_tokens: int, seed: int, batch_prompts: int = 64,
+                          record: Optional[dict[str, list]] = None) -> np.ndarray:
     """``(P,)`` number of correct responses among ``samples`` sampled (temperature 1.0) for each held-out prompt.
 
-    Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does.
+    Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does. With
+    ``record``, its ``"tokens"`` list gets each response's length in tokens (end-of-sequence included) and its
+    ``"distinct_correct"`` list each prompt's number of distinct correct responses.
     """
     import pandas as pd
     import torch
@@ -95,12 +100,22 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
         with torch.no_grad():
             out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=1.0, top_k=None,
                                  top_p=None, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-        texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        generated = out[:, enc["input_ids"].shape[1] :]
+        texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+        correct: dict[int, set[str]] = defaultdict(set)
         for j, text in enumerate(texts):
             row = start + j // samples
             score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
             score = score["score"] if isinstance(score, dict) else score
             counts[row] += int(float(score) >= 1.0)
+            if float(score) >= 1.0:
+                correct[row].add(text)
+        if record is not None:
+            # tokens up to and including the first end-of-sequence (the rest is padding after it)
+            ended = (generated == tokenizer.eos_token_id).int().cumsum(dim=1)
+            record.setdefault("tokens", []).extend((ended.eq(0).sum(dim=1) + ended[:, -1].clamp(max=1)).tolist())
+            record.setdefault("distinct_correct", []).extend(
+                len(correct[row]) for row in range(start, min(start + batch_prompts, len(prompts))))
     return counts
 
 
@@ -161,18 +176,6 @@ def seed_overrides(seed: int) -> list[str]:
             f"actor_rollout_ref.rollout.seed={seed}"]
 
 
-def run_one(spec: RunSpec, extra: Sequence[str], tiny_dir: str, timeout_s: float) -> dict[str, Any]:
-    """Train one method x seed (saving the final weights as a Hugging Face model) and record its outcome."""
-    from rlvr_recipes.launch.cpu_run import train
-
-    overrides = [*seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
-                 "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]", *extra]
-    t0 = time.monotonic()
-    code = train(spec.method, spec.out, steps=spec.steps, extra=overrides, tiny_dir=tiny_dir, timeout_s=timeout_s,
-                 plot=False, quiet=True)
-    return {"code": code, "seconds": round(time.monotonic() - t0, 1)}
-
-
 def collect(spec: RunSpec) -> dict[str, Any]:
     """Per-step metrics of one finished run: ``{key: {step: value}}`` for the curves, and its step time."""
     steps = read_metrics(os.path.join(spec.out, "metrics.jsonl"))
@@ -183,33 +186,40 @@ def collect(spec: RunSpec) -> dict[str, Any]:
 
 
 def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
-            passk_samples: int = 64, tiny_dir: Optional[str] = None, timeout_s: float = 1800.0,
+            passk_samples: int = 64, tiny_dir: Optional[str] = None, task: str = "addition",
             say: Callable[[str], None] = lambda s: print(s, flush=True)) -> dict[str, Any]:
-    """Run (or resume) every method x seed, score pass@k, and write the report. Returns the summary."""
-    from rlvr_recipes.launch.cpu_run import DEFAULT_TINY_DIR, compose, ensure_tiny, registered, run_overrides
-    from rlvr_recipes.reward.arithmetic import compute_score
+    """Run (or resume) every method x seed on ``task`` in one Ray cluster, score pass@k, and write the report.
+    Returns the summary."""
+    from rlvr_recipes.launch.cpu_run import (cluster_run, compose, embedded_task, ensure_tiny, registered,
+                                             run_overrides, start_cluster_runs)
+    from rlvr_recipes.reward.reference import reference_settings
+    from verl.utils.import_utils import load_extern_object
 
-    tiny_dir = tiny_dir or DEFAULT_TINY_DIR
     out = os.path.abspath(out)
-    paths = ensure_tiny(tiny_dir)
+    extra = [*embedded_task(task).overrides, *extra]
+    paths = ensure_tiny(tiny_dir, task)
     estimators, _ = registered()
-    max_new = int(compose(run_overrides("grpo", paths, out, steps, extra=extra, estimators=estimators))
-                  .data.max_response_length)
-    specs = [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for m in methods for s in range(seeds)]
+    # the held-out samples are scored by the runs' reward and cut at the runs' response length
+    settings = reference_settings(compose(run_overrides("grpo", paths, out, steps, extra=extra, estimators=estimators)))
+    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    max_new = settings["max_response_length"]
+    # seed by seed, every method in each: a comparison stopped early has every method at the seeds it finished
+    specs = [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for s in range(seeds) for m in methods]
     t_all = time.monotonic()
 
     start_passk: dict[int, dict[int, float]] = {}
     for s in range(seeds):
         path = os.path.join(out, "passk_start", f"seed{s}.json")
         if not os.path.exists(path):
-            counts = sample_correct_counts(paths["model"], paths["test"], compute_score, passk_samples, max_new,
-                                           seed=s)
+            counts = sample_correct_counts(paths["model"], paths["test"], reward_fn, passk_samples, max_new, seed=s)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 json.dump(passk_curve(counts, passk_samples), f)
         with open(path) as f:
             start_passk[s] = {int(k): v for k, v in json.load(f).items()}
 
+    metrics_root = os.path.join(out, "metrics")
+    start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
     for i, spec in enumerate(specs, 1):
         done = os.path.join(spec.out, "done.json")
         label = f"[compare] run {i}/{len(specs)}: {spec.method} seed {spec.seed}"
@@ -217,10 +227,18 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             say(f"{label}: finished earlier, kept")
             continue
         say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
-        outcome = run_one(spec, extra, tiny_dir, timeout_s)
-        if outcome["code"] != 0:
-            raise RuntimeError(f"{spec.method} seed {spec.seed} failed (exit {outcome['code']}); see {spec.out}/train.log")
-        counts = sample_correct_counts(spec.final_model, paths["test"], compute_score, passk_samples, max_new,
+        experiment = f"{spec.method}-seed{spec.seed}"
+        overrides = [*extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
+                     "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"]
+        t0 = time.monotonic()
+        try:
+            config = cluster_run(spec.method, spec.out, paths, steps, overrides, estimators, experiment)
+        except Exception as exc:
+            raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
+        outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1)}
+        os.replace(os.path.join(metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
+                   os.path.join(spec.out, "metrics.jsonl"))
+        counts = sample_correct_counts(spec.final_model, paths["test"], reward_fn, passk_samples, max_new,
                                        seed=spec.seed)
         outcome["passk_end"] = passk_curve(counts, passk_samples)
         outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
@@ -237,7 +255,13 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                                   "passk_end": {int(k): v for k, v in done["passk_end"].items()},
                                   "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}})
     summary = summarise(runs, start_passk)
-    summary["setup"] = {"methods": list(methods), "seeds": seeds, "steps": steps, "passk_samples": passk_samples,
+    run_s = [r["seconds"] for rs in runs.values() for r in rs]
+    step_s = [r["s_per_step"] for rs in runs.values() for r in rs if math.isfinite(r["s_per_step"])]
+    summary["setup"] = {"task": task, "methods": list(methods), "seeds": seeds, "steps": steps,
+                        "passk_samples": passk_samples,
+                        # what a step costs with each run's start-up in it, against the median step of the runs
+                        "cost_per_step_s": round(statistics.median(run_s) / steps, 2) if run_s else None,
+                        "median_step_s": round(statistics.median(step_s), 2) if step_s else None,
                         "overrides": list(extra), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                         "command": "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:]),
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1)}
@@ -310,7 +334,8 @@ def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple
     if len(a) < 2 or len(b) < 2:
         return "cannot be judged", detail + " (one seed: no noise estimate)"
     se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
-    detail += f" (difference {d:+.3f}, 2 s.e. {2 * se:.3f})"
+    detail += (f": difference {d:+.3f}, interval [{d - 2 * se:+.3f}, {d + 2 * se:+.3f}] (Welch, +/- 2 s.e., "
+               f"{len(a)} and {len(b)} seeds)")
     signed = d if higher else -d
     if signed > 2 * se:
         return "held", detail
@@ -368,17 +393,27 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     if "avspo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             _diff_verdict(per_seed("avspo", mean_of("acr/effective_acr")), g(mean_of("acr/effective_acr")), higher=False))
-    for method, source in (("agrae", "001 Sec. 5"), ("grpo_n", "004 Sec. 4")):
-        if method in runs:
-            add(f"{method} keeps entropy above GRPO", source,
-                _diff_verdict(per_seed(method, tail_of("actor/entropy")), g(tail_of("actor/entropy")), higher=True))
-            add(f"{method} keeps large-k pass@{kmax} above GRPO", source,
-                _diff_verdict(per_seed(method, lambda r: r["passk_end"][kmax]), g(lambda r: r["passk_end"][kmax]),
+    # (method, its baseline, paper): the exploration claims, each against the baseline the paper compares with
+    for method, base, source in (("agrae", "grpo", "001 Sec. 5"), ("grpo_n", "grpo", "004 Sec. 4"),
+                                 ("gspo_n", "gspo", "004 Sec. 4"),
+                                 ("grpo_n_4mb", "grpo_4mb", "004 Sec. 4, 4 mini-batches a batch (App. B.5)")):
+        if method in runs and base in runs:
+            b = lambda fn: per_seed(base, fn)  # noqa: E731
+            add(f"{method} keeps entropy above {base}", source,
+                _diff_verdict(per_seed(method, tail_of("actor/entropy")), b(tail_of("actor/entropy")), higher=True))
+            add(f"{method} keeps large-k pass@{kmax} above {base}", source,
+                _diff_verdict(per_seed(method, lambda r: r["passk_end"][kmax]), b(lambda r: r["passk_end"][kmax]),
                               higher=True))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
             _diff_verdict(per_seed("cw_grpo", std_of), g(std_of), higher=False))
+        final_val = lambda r: _tail_mean(r["curves"]["val"])  # noqa: E731
+        add("CW-GRPO ends with higher held-out accuracy than GRPO", "003 Table 1",
+            _diff_verdict(per_seed("cw_grpo", final_val), g(final_val), higher=True))
+        if "clip_cov" in runs:
+            add("CW-GRPO ends with higher held-out accuracy than Clip-Cov", "003 Table 2",
+                _diff_verdict(per_seed("cw_grpo", final_val), per_seed("clip_cov", final_val), higher=True))
     if "aapo" in runs:
         gap = lambda r: mean_of("acr/acr")(r) - mean_of("acr/effective_acr")(r)  # noqa: E731
         add("AAPO's margin gives non-zero advantages in collapsed groups (ACR minus effective ACR above GRPO's)",
@@ -467,10 +502,12 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     grpo_step = table.get("grpo", {}).get("s/step", (float("nan"), 0))[0]
     fmt = lambda m, s: "n/a" if not math.isfinite(m) else (f"{m:.3f}" if one_seed else f"{m:.3f} +/- {s:.3f}")  # noqa: E731
     lines = [
-        "# Methods side by side on verl's trainer (CPU, tiny task)", "",
+        f"# Methods side by side on verl's trainer (CPU, {summary['setup'].get('task', 'addition')} task)", "",
         f"`{setup['command']}`  ",
         f"{setup['seeds']} seed(s) x {setup['steps']} steps per method; {setup['machine']}; "
-        f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included).",
+        f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, one Ray cluster); a step "
+        f"costs {setup.get('cost_per_step_s')} s with each run's start-up in it, against a median step of "
+        f"{setup.get('median_step_s')} s.",
         "", "![curves](curves.png)", "", "![pass@k](passk.png)", "", "![ACR vs G](acr_vs_group_size.png)", "",
         "## Final figures" + ("" if one_seed else " (mean +/- std over seeds)"),
     ]
@@ -507,8 +544,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--out", default=os.path.join(runs_dir(), "compare"))
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
+    parser.add_argument("--task", default="addition", help="embedded task: addition or countdown (docs/lab.md)")
     parser.add_argument("--tiny-dir", default=None)
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
@@ -524,7 +561,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         estimators, _ = registered()
         for m in methods:
             method_overrides(m, estimators)
-        compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.timeout)
+        compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1

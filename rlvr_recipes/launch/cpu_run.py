@@ -1,7 +1,11 @@
 """Run verl's real trainer on the embedded tiny task, on the CPU: one method with progress output, or many in a row.
 
-    python -m rlvr_recipes.launch.cpu_run train  [METHOD] [--steps N] [--seeds N] [--ranks R] [--out DIR] [-- KEY=VALUE ...]
-    python -m rlvr_recipes.launch.cpu_run suite  METHOD[,METHOD...] [--steps N] [--out DIR]
+    python -m rlvr_recipes.launch.cpu_run train  [METHOD] [--task addition|countdown] [--steps N] [--seeds N]
+                                                 [--ranks R] [--out DIR] [-- KEY=VALUE ...]
+    python -m rlvr_recipes.launch.cpu_run suite  METHOD[,METHOD...] [--task ...] [--steps N] [--out DIR]
+
+``--task`` picks one of the embedded tasks (:data:`TASKS`): ``addition`` (the quick default, under ``runs/tiny``) or
+``countdown`` (the CPU lab's task, docs/lab.md, under ``runs/tiny_countdown``).
 
 ``train`` builds the tiny model and data if needed (``rlvr_recipes.tiny_task.build``, under ``runs/tiny``), checks the
 composed config before anything starts (:func:`preflight`: an unknown method, estimator, loss or option fails in
@@ -35,6 +39,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from rlvr_recipes import CONFIG_DIR, IMPORT_ROOT, runs_dir
@@ -58,12 +63,52 @@ BASELINES: dict[str, list[str]] = {
     # accuracy; a 3-token overlong buffer (expected length 2) so that 3- and 4-token answers are penalised here
     "agrae_dapo": ["baseline=dapo", "algorithm.adv_estimator=agrae", "algorithm.filter_groups.enable=false",
                    "algorithm.agrae.success_key=acc", "reward.reward_kwargs.overlong_buffer_cfg.len=3"],
+    # GRPO and GRPO-N with 4 policy updates per batch (mini-batches of 4 of the 16 prompts): the ratio of the
+    # 004 paper's batch to its mini-batch (1024 / 256, App. B.5), so later updates are off-policy and clipped
+    "grpo_4mb": ["baseline=grpo", "actor_rollout_ref.actor.ppo_mini_batch_size=4"],
+    "grpo_n_4mb": ["baseline=grpo", "algorithm.adv_estimator=grpo_n", "actor_rollout_ref.actor.ppo_mini_batch_size=4"],
 }
-#: Policy losses of this package, by name (AAPO's loss goes with its estimator).
+#: Policy losses by name: this package's (AAPO's loss goes with its estimator) and verl's Clip-Cov.
 LOSSES: dict[str, list[str]] = {
     "cw_grpo": ["actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo"],
     "aapo": ["algorithm.adv_estimator=aapo", "actor_rollout_ref.actor.policy_loss.loss_mode=aapo"],
+    # verl's Clip-Cov, the baseline CW-GRPO is compared with (003 Table 2), with verl's defaults
+    "clip_cov": ["actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov"],
 }
+
+
+@dataclass(frozen=True)
+class EmbeddedTask:
+    """One embedded task: where it is built, what it is called in plots, and the overrides that fit
+    ``rlvr_recipes/configs/cpu.yaml`` to it (placed after the method's, so they win)."""
+
+    name: str
+    title: str
+    tiny_dir: str
+    overrides: tuple[str, ...] = ()
+
+
+TASKS: dict[str, EmbeddedTask] = {
+    "addition": EmbeddedTask("addition", "the tiny addition task", DEFAULT_TINY_DIR),
+    # answers of up to 4 numbers fully parenthesised are at most 22 tokens with the end-of-sequence token; 32 leaves
+    # room for longer tries and DAPO's overlong buffer (8 tokens: the penalty starts after 24)
+    "countdown": EmbeddedTask("countdown", "the countdown task", os.path.join(runs_dir(), "tiny_countdown"), (
+        "reward.custom_reward_function.path=pkg://rlvr_recipes.reward.countdown",
+        "data.max_response_length=32",
+        "reward.reward_kwargs.overlong_buffer_cfg.len=8",
+    )),
+}
+
+
+def embedded_task(name: str) -> EmbeddedTask:
+    """The task called ``name``.
+
+    Raises:
+        ValueError: naming the task and listing the known ones.
+    """
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
+    return TASKS[name]
 
 
 def cpu_environment(base: Optional[dict[str, str]] = None) -> dict[str, str]:
@@ -177,13 +222,20 @@ def preflight(config: Any) -> None:
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
 
 
-def ensure_tiny(tiny_dir: str = DEFAULT_TINY_DIR) -> dict[str, str]:
-    """The tiny model (warm-started), tokenizer and data under ``tiny_dir``, built on first use."""
+def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition") -> dict[str, str]:
+    """The tiny model (warm-started), tokenizer and data of ``task`` under ``tiny_dir`` (default: the task's
+    folder), built on first use."""
     from rlvr_recipes.reward.reference import reference_settings
-    from rlvr_recipes.tiny_task.build import build
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, build
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
 
+    spec = embedded_task(task)
     # AAPO's reference cache sampled and scored as the CPU runs sample and score (the trainer refuses a mismatch)
-    return build(tiny_dir, warm_start_target=WARM_START_TARGET, ref_settings=reference_settings(compose([])))
+    ref_settings = reference_settings(compose(list(spec.overrides)))
+    if task == "countdown":
+        return build(tiny_dir or spec.tiny_dir, COUNTDOWN_MODEL, CountdownSpec(), warm_start_target=WARM_START_TARGET,
+                     ref_settings=ref_settings)
+    return build(tiny_dir or spec.tiny_dir, warm_start_target=WARM_START_TARGET, ref_settings=ref_settings)
 
 
 # ---------------------------------------------------------------------------------------------------- train
@@ -294,18 +346,23 @@ def train(
     steps: int = DEFAULT_STEPS,
     ranks: int = 1,
     extra: Sequence[str] = (),
-    tiny_dir: str = DEFAULT_TINY_DIR,
+    tiny_dir: Optional[str] = None,
     timeout_s: float = 1800.0,
     plot: bool = True,
     quiet: bool = False,
+    task: str = "addition",
 ) -> int:
-    """Run ``python -m verl.trainer.main_ppo`` for ``method`` and return its exit code (124 on timeout).
+    """Run ``python -m verl.trainer.main_ppo`` for ``method`` on ``task`` and return its exit code (124 on timeout).
 
     Progress goes to stdout (one line per step), the full console output to ``<out>/train.log``, metrics to
     ``<out>/metrics.jsonl``; the plot to ``<out>/curves.png``. The config is checked first (:func:`preflight`).
     """
     from rlvr_recipes.launch import start_gate
     from rlvr_recipes.tiny_task.build import tiny_paths
+
+    spec = embedded_task(task)
+    tiny_dir = tiny_dir or spec.tiny_dir
+    extra = [*spec.overrides, *extra]
 
     env = cpu_environment()
     os.environ.update({k: env[k] for k in ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES")})
@@ -331,7 +388,7 @@ def train(
         guess = run_overrides(method, tiny_paths(tiny_dir), out, steps, ranks, extra, estimators=[method])
         early = (guess, *_start_trainer(_trainer_cmd(guess), {**env, **start_gate.environment(gate)}, out))
     try:
-        paths = ensure_tiny(tiny_dir)
+        paths = ensure_tiny(tiny_dir, task)
         if os.path.getmtime(stamp) != stamp_before:
             t0 = time.monotonic()  # the tiny model and data were built (set-up, once): not part of the run
         estimators, _ = registered()
@@ -350,7 +407,7 @@ def train(
     else:
         _, proc, lines = early
         start_gate.open_gate(gate, start_gate.GO)
-    say(f"[quickstart] {method}: {steps} steps, {ranks} rank(s); log {log_path}")
+    say(f"[quickstart] {method} on {spec.title}: {steps} steps, {ranks} rank(s); log {log_path}")
     say("[quickstart] " + " ".join(shlex.quote(c) for c in cmd[1:]))
     say(f"[quickstart] config checked [{time.monotonic() - t0:.0f} s]")
     ready_s: Optional[float] = None
@@ -411,14 +468,15 @@ def train(
         with open(os.path.join(out, "startup.json"), "w") as f:
             json.dump({"startup_s": ready_s, "total_s": time.monotonic() - t0}, f)
         if plot:
-            png, _ = plot_run(out, title=f"{method} on the tiny addition task (CPU)")
+            png, _ = plot_run(out, title=f"{method} on {spec.title} (CPU)")
             say(f"[quickstart] plot {png}; metrics {metrics_path}")
         say(f"[quickstart] done in {time.monotonic() - t0:.0f} s: {run_summary(read_metrics(metrics_path), ready_s)}")
     return code
 
 
 def train_seeds(method: str, out: str, seeds: int, steps: int = DEFAULT_STEPS, ranks: int = 1,
-                extra: Sequence[str] = (), tiny_dir: str = DEFAULT_TINY_DIR, timeout_s: float = 1800.0) -> int:
+                extra: Sequence[str] = (), tiny_dir: Optional[str] = None, timeout_s: float = 1800.0,
+                task: str = "addition") -> int:
     """:func:`train` once per seed ``0..seeds-1`` (``data.seed`` = ``actor_rollout_ref.rollout.seed`` = seed; the
     warm start is shared) into ``<out>/seed<k>``, then ``<out>/curves.png`` with the mean and the min-max band
     across seeds. Returns the first non-zero exit code, else 0."""
@@ -429,12 +487,12 @@ def train_seeds(method: str, out: str, seeds: int, steps: int = DEFAULT_STEPS, r
         run_dir = os.path.join(out, f"seed{seed}")
         print(f"[quickstart] seed {seed + 1}/{seeds}", flush=True)
         code = train(method, run_dir, steps, ranks, [f"data.seed={seed}", f"actor_rollout_ref.rollout.seed={seed}",
-                                                     *extra], tiny_dir, timeout_s)
+                                                     *extra], tiny_dir, timeout_s, task=task)
         if code != 0:
             return code
         runs.append(run_dir)
     png, summary = plot_seeds(runs, os.path.join(out, "curves.png"),
-                              title=f"{method} on the tiny addition task (CPU), {seeds} seeds")
+                              title=f"{method} on {embedded_task(task).title} (CPU), {seeds} seeds")
     print(f"[quickstart] {seeds} seeds: {summary}", flush=True)
     print(f"[quickstart] plot {png}", flush=True)
     return 0
@@ -461,35 +519,58 @@ def _release_run_resources(timeout_s: float = 60.0) -> None:
         time.sleep(0.5)
 
 
-def suite(methods: Sequence[str], out: str, steps: int = 2, extra: Sequence[str] = (),
-          tiny_dir: str = DEFAULT_TINY_DIR) -> dict[str, dict[str, Any]]:
-    """Run every method in ``methods`` for ``steps`` steps in this process (one Ray cluster), in order.
-
-    Each run is ``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` on the composed, checked config; its metrics go to
-    ``<out>/<method>/metrics.jsonl``. Returns (and writes to ``<out>/suite.json``) ``{method: {"ok", "seconds",
-    "error", "metrics"}}``; a failing method is recorded and the next one runs.
-    """
+def start_cluster_runs(metrics_root: str) -> None:
+    """Prepare this process to run trainers in one Ray cluster (:func:`cluster_run`): the CPU environment, and verl's
+    file logger writing ``<metrics_root>/<project>/<experiment>.jsonl``. Call before the first run (Ray starts
+    with it and keeps this environment)."""
     env = cpu_environment()
     os.environ.update({k: env[k] for k in ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "TOKENIZERS_PARALLELISM")})
-    out = os.path.abspath(out)
-    os.makedirs(out, exist_ok=True)
-    os.environ["VERL_FILE_LOGGER_ROOT"] = out  # <root>/<project>/<experiment>.jsonl, experiment = method
-    paths = ensure_tiny(tiny_dir)
-    estimators, _ = registered()
+    os.environ["VERL_FILE_LOGGER_ROOT"] = os.path.abspath(metrics_root)
+
+
+def cluster_run(method: str, run_dir: str, paths: dict[str, str], steps: int, extra: Sequence[str],
+                estimators: Sequence[str], experiment: str) -> Any:
+    """One training run in this process: ``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` on the composed, checked
+    config. The first run starts Ray; later runs reuse it, so the cluster's start-up is paid once. Afterwards the
+    run's placement groups and servers are released (:func:`_release_run_resources`). Metrics go to verl's file
+    logger under the root given to :func:`start_cluster_runs`, as ``<project>/<experiment>.jsonl``. Returns the
+    composed config."""
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
     from verl.utils.device import auto_set_device
+
+    config = compose(run_overrides(method, paths, run_dir, steps, 1, [*extra, f"trainer.experiment_name={experiment}"],
+                                   estimators))
+    auto_set_device(config)
+    preflight(config)
+    try:
+        run_ppo(config, task_runner_class=TaskRunnerV1)
+    finally:
+        _release_run_resources()
+    return config
+
+
+def suite(methods: Sequence[str], out: str, steps: int = 2, extra: Sequence[str] = (),
+          tiny_dir: Optional[str] = None, task: str = "addition") -> dict[str, dict[str, Any]]:
+    """Run every method in ``methods`` for ``steps`` steps in this process (one Ray cluster), in order.
+
+    Each run is :func:`cluster_run`; its metrics go to ``<out>/rlvr-cpu/<method>.jsonl``. Returns (and writes to
+    ``<out>/suite.json``) ``{method: {"ok", "seconds", "error", "metrics"}}``; a failing method is recorded and the
+    next one runs.
+    """
+    out = os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    start_cluster_runs(out)
+    paths = ensure_tiny(tiny_dir, task)
+    extra = [*embedded_task(task).overrides, *extra]
+    estimators, _ = registered()
 
     results: dict[str, dict[str, Any]] = {}
     for method in methods:
         t0 = time.monotonic()
-        run_dir = os.path.join(out, method)
         entry: dict[str, Any] = {"ok": False, "error": None, "metrics": None}
         try:
-            config = compose(run_overrides(method, paths, run_dir, steps, 1, extra, estimators))
-            auto_set_device(config)
-            preflight(config)
             print(f"[suite] {method}: start", flush=True)
-            run_ppo(config, task_runner_class=TaskRunnerV1)
+            cluster_run(method, os.path.join(out, method), paths, steps, extra, estimators, experiment=method)
             entry["ok"] = True
         except Exception as exc:  # recorded, the suite goes on
             entry["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
@@ -500,7 +581,6 @@ def suite(methods: Sequence[str], out: str, steps: int = 2, extra: Sequence[str]
         print(f"[suite] {method}: {'ok' if entry['ok'] else 'FAILED'} in {entry['seconds']} s", flush=True)
         with open(os.path.join(out, "suite.json"), "w") as f:
             json.dump(results, f, indent=1)
-        _release_run_resources()
     return results
 
 
@@ -515,8 +595,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p_train.add_argument("method", nargs="?", default="grpo")
     p_train.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     p_train.add_argument("--ranks", type=int, default=1, help="FSDP2 ranks (gloo), one logical GPU each")
-    p_train.add_argument("--out", default=None, help="default: runs/quickstart/<method>")
-    p_train.add_argument("--tiny-dir", default=DEFAULT_TINY_DIR)
+    p_train.add_argument("--out", default=None, help="default: runs/quickstart/<method> (countdown: runs/countdown/<method>)")
+    p_train.add_argument("--task", default="addition", choices=sorted(TASKS), help="embedded task (default: addition)")
+    p_train.add_argument("--tiny-dir", default=None, help="where the task is built (default: runs/tiny for addition, "
+                         "runs/tiny_countdown for countdown)")
     p_train.add_argument("--timeout", type=float, default=1800.0, help="seconds before the trainer is stopped")
     p_train.add_argument("--seeds", type=int, default=1,
                          help="runs with seeds 0..N-1 under <out>/seed<k>, plotted with a band across seeds")
@@ -524,7 +606,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p_suite.add_argument("methods", help="comma-separated")
     p_suite.add_argument("--steps", type=int, default=2)
     p_suite.add_argument("--out", required=True)
-    p_suite.add_argument("--tiny-dir", default=DEFAULT_TINY_DIR)
+    p_suite.add_argument("--task", default="addition", choices=sorted(TASKS))
+    p_suite.add_argument("--tiny-dir", default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
     # Hydra overrides: everything after "--", and any KEY=VALUE word
     overrides = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -534,13 +617,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.overrides = overrides
     try:
         if args.cmd == "train":
-            out = args.out or os.path.join(runs_dir(), "quickstart", args.method)
+            folder = "quickstart" if args.task == "addition" else args.task
+            out = args.out or os.path.join(runs_dir(), folder, args.method)
             if args.seeds > 1:
                 return train_seeds(args.method, out, args.seeds, args.steps, args.ranks, args.overrides,
-                                   args.tiny_dir, args.timeout)
-            return train(args.method, out, args.steps, args.ranks, args.overrides, args.tiny_dir, args.timeout)
+                                   args.tiny_dir, args.timeout, task=args.task)
+            return train(args.method, out, args.steps, args.ranks, args.overrides, args.tiny_dir, args.timeout,
+                         task=args.task)
         results = suite([m for m in args.methods.split(",") if m], args.out, args.steps, args.overrides,
-                        args.tiny_dir)
+                        args.tiny_dir, task=args.task)
         return 0 if all(r["ok"] for r in results.values()) else 1
     except ValueError as exc:  # a bad method, key or value: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)

@@ -11,6 +11,9 @@ Nothing is downloaded. Everything is deterministic in ``seed`` and written under
 The task is integer addition ``"47+8="`` -> ``"55"`` (by default a two-digit and a one-digit operand: 1000 problems,
 900 for training and 100 held out), scored by :func:`rlvr_recipes.reward.arithmetic.compute_score`. The prompt carries no chat
 markup: the chat template only concatenates the message contents, so the rendered prompt is exactly ``"47+8="``.
+The countdown task of the CPU lab (``task=CountdownSpec()``, :mod:`rlvr_recipes.tiny_task.countdown`) is built the same
+way, with a larger model (:data:`COUNTDOWN_MODEL`), its prompt ``"3,7,9>19:"``, the ground truth ``"19|3,7,9"`` scored
+by :func:`rlvr_recipes.reward.countdown.compute_score`, and a warm start of ``spec.warm_start_steps`` supervised steps.
 With a warm start, every training row also carries ``extra_info["ref_rewards"]``: the rewards of ``ref_samples``
 responses of the initial (reference) model, which AAPO's advantage margin needs (see ``rlvr_recipes/launch/ref_rewards.py``).
 
@@ -27,11 +30,14 @@ import argparse
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from rlvr_recipes.tiny_task import countdown
+from rlvr_recipes.tiny_task.countdown import CountdownSpec
 from rlvr_recipes.tiny_task.task import TaskSpec, addition_problems, prompt_text
 
 DATA_SOURCE = "arithmetic/addition"
+COUNTDOWN_SOURCE = "countdown"
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 #: Renders a conversation as the concatenation of its message contents (no role markup), assistant turns closed by
 #: the end-of-sequence token. ``add_generation_prompt`` adds nothing: the prompt already ends with "=".
@@ -51,6 +57,12 @@ class TinyModelSpec:
     num_attention_heads: int = 2
     num_key_value_heads: int = 2
     max_position_embeddings: int = 64
+
+
+#: The countdown task's model: 1.1M parameters (hidden 128, 4 layers). Chosen by measurement (docs/lab.md): the
+#: 4.2M-parameter model learned the training answers faster and generalised less.
+COUNTDOWN_MODEL = TinyModelSpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+                                num_key_value_heads=4)
 
 
 def vocabulary() -> list[str]:
@@ -129,16 +141,36 @@ def to_rows(pairs: list[tuple[int, int]], split: str) -> list[dict[str, Any]]:
     ]
 
 
-def build_data(out_dir: str, spec: TaskSpec = TaskSpec()) -> tuple[str, str]:
-    """Write ``train.parquet`` and ``test.parquet`` to ``out_dir``; return their paths."""
+def countdown_rows(problems: list[dict], split: str) -> list[dict[str, Any]]:
+    """verl RL rows for countdown ``problems`` (ground truth ``"T|a,b,..."``)."""
+    return [
+        {
+            "data_source": COUNTDOWN_SOURCE,
+            "prompt": [{"role": "user", "content": countdown.prompt_text(p["numbers"], p["target"])}],
+            "ability": "arithmetic",
+            "reward_model": {"style": "rule", "ground_truth": p["ground_truth"]},
+            "extra_info": {"split": split, "index": i, "kind": p["kind"], "solutions": p["solutions"]},
+        }
+        for i, p in enumerate(problems)
+    ]
+
+
+def build_data(out_dir: str, spec: Union[TaskSpec, CountdownSpec] = TaskSpec()) -> tuple[str, str]:
+    """Write ``train.parquet`` and ``test.parquet`` of the addition or the countdown task to ``out_dir``; return
+    their paths."""
     import pandas as pd
 
-    train, test = addition_problems(spec)
+    if isinstance(spec, CountdownSpec):
+        train, test = countdown.countdown_problems(spec)
+        splits = (("train", countdown_rows(train, "train")), ("test", countdown_rows(test, "test")))
+    else:
+        train_pairs, test_pairs = addition_problems(spec)
+        splits = (("train", to_rows(train_pairs, "train")), ("test", to_rows(test_pairs, "test")))
     os.makedirs(out_dir, exist_ok=True)
     paths = []
-    for split, pairs in (("train", train), ("test", test)):
+    for split, rows in splits:
         path = os.path.join(out_dir, f"{split}.parquet")
-        pd.DataFrame(to_rows(pairs, split)).to_parquet(path)
+        pd.DataFrame(rows).to_parquet(path)
         paths.append(path)
     return paths[0], paths[1]
 
@@ -163,10 +195,11 @@ def attach_reference_rewards(
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     df = pd.read_parquet(train_path)
     prompts = [row[0]["content"] for row in df["prompt"]]
-    width = max(len(str(int(rm["ground_truth"]))) for rm in df["reward_model"]) + 1
-    settings = dict(settings or {"reward_path": "pkg://rlvr_recipes.reward.arithmetic", "reward_name": "compute_score",
-                                 "reward_kwargs": {}, "max_response_length": width, "temperature": 1.0,
-                                 "top_p": 1.0, "top_k": -1})
+    if settings is None:
+        width = max(len(str(int(rm["ground_truth"]))) for rm in df["reward_model"]) + 1
+        settings = {"reward_path": "pkg://rlvr_recipes.reward.arithmetic", "reward_name": "compute_score",
+                    "reward_kwargs": {}, "max_response_length": width, "temperature": 1.0, "top_p": 1.0, "top_k": -1}
+    settings = dict(settings)
     responses: list[list[str]] = []
     for start in range(0, len(prompts), 256):
         chunk = [p for p in prompts[start : start + 256] for _ in range(samples)]
@@ -193,7 +226,7 @@ def tiny_paths(out: str) -> dict[str, str]:
 def build(
     out: str,
     model: TinyModelSpec = TinyModelSpec(),
-    task: TaskSpec = TaskSpec(),
+    task: Union[TaskSpec, CountdownSpec] = TaskSpec(),
     warm_start_target: float = 0.0,
     ref_samples: int = 8,
     force: bool = False,
@@ -203,20 +236,23 @@ def build(
 
     ``warm_start_target`` > 0 runs :func:`rlvr_recipes.tiny_task.warmstart.warm_start` until one sample at temperature 1.0 is
     right that fraction of the time (a short supervised phase, so that RL starts from a policy that is sometimes
-    right), then caches ``ref_samples`` reference rewards per training prompt (AAPO). Returns the paths
+    right), then caches ``ref_samples`` reference rewards per training prompt (AAPO). For the countdown task
+    (``task`` a :class:`CountdownSpec`), ``warm_start_target`` > 0 runs
+    :func:`rlvr_recipes.tiny_task.warmstart.countdown_warm_start` for ``task.warm_start_steps`` steps. Returns the paths
     (``model``, ``train``, ``test``). A ``build.json`` stamp records the settings; a different request rebuilds.
     """
     out = os.path.abspath(out)
     stamp_path = os.path.join(out, "build.json")
     settings = {
         "model": asdict(model),
-        "task": asdict(task),
+        "task": {"name": "countdown", **asdict(task)} if isinstance(task, CountdownSpec) else asdict(task),
         "warm_start_target": warm_start_target,
         "ref_samples": ref_samples if warm_start_target > 0 else 0,
         "version": 1,
     }
     if ref_settings is not None and warm_start_target > 0 and ref_samples > 0:
         settings["ref_settings"] = ref_settings
+    settings = json.loads(json.dumps(settings))  # as the stamp reads back (tuples become lists)
     paths = tiny_paths(out)
     if not force and os.path.exists(stamp_path):
         with open(stamp_path) as f:
@@ -234,15 +270,21 @@ def build(
     build_tokenizer(paths["model"])
     build_model(paths["model"], model, seed=task.seed)
     build_data(os.path.join(out, "data"), task)
-    if warm_start_target > 0:
+    if warm_start_target > 0 and isinstance(task, CountdownSpec):
+        from rlvr_recipes.tiny_task.warmstart import countdown_warm_start
+
+        result = countdown_warm_start(paths["model"], task, steps=task.warm_start_steps, seed=task.seed)
+        print(f"[tiny] countdown warm start: {result['steps']} supervised steps on {result['train_examples']} "
+              f"problems, loss {result['loss']:.3f}, {result['seconds']:.0f} s", flush=True)
+    elif warm_start_target > 0:
         from rlvr_recipes.tiny_task.warmstart import warm_start
 
         result = warm_start(paths["model"], task, target_acc=warm_start_target)
         print(f"[tiny] warm start: {result['steps']} supervised steps, test accuracy (one sample, T=1) "
               f"{result['test_acc_sampled_before']:.2f} -> {result['test_acc_sampled']:.2f}, greedy "
               f"{result['test_acc_greedy']:.2f}", flush=True)
-        if ref_samples > 0:
-            attach_reference_rewards(paths["model"], paths["train"], ref_samples, seed=task.seed, settings=ref_settings)
+    if warm_start_target > 0 and ref_samples > 0:
+        attach_reference_rewards(paths["model"], paths["train"], ref_samples, seed=task.seed, settings=ref_settings)
     with open(stamp_path, "w") as f:
         json.dump(settings, f, indent=1)
     return paths

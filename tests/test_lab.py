@@ -1,0 +1,109 @@
+"""The CPU lab's countdown task as the launchers see it: the task option, the overrides that fit the config to it,
+and the measured properties of a warm start (rlvr_recipes/launch/task_properties.py), worked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlvr_recipes.launch.task_properties import properties, verdicts
+
+
+def test_properties_by_hand():
+    # 4 prompts x 64 samples: never right, half right, always right, right once
+    props = properties(np.array([0, 32, 64, 1]), 64, {"tokens": [10, 20], "distinct_correct": [0, 3, 1, 2]})
+    assert props["pass@1"] == pytest.approx((0 + 0.5 + 1 + 1 / 64) / 4)
+    assert props["pass@k"][64] == pytest.approx(3 / 4)  # every prompt with a correct sample
+    assert props["pass@64-pass@1"] == pytest.approx(0.75 - 1.515625 / 4)
+    assert props["spread_0.05_0.95"] == 0.25 and props["below_0.05"] == 0.5 and props["above_0.95"] == 0.25
+    assert props["at_0"] == 0.25 and props["at_1"] == 0.25
+    acr = (1 + 2 * 0.5**8 + 1 + ((1 / 64) ** 8 + (63 / 64) ** 8)) / 4  # p^8 + (1-p)^8 per prompt
+    assert props["expected_acr_g8"] == pytest.approx(acr)
+    assert props["mean_response_tokens"] == 15.0 and props["distinct_correct_median"] == 1.5
+    met = verdicts(props)
+    assert met == {"spread >= 0.40, both ends populated": False, "ACR at G=8 in [0.3, 0.7]": False,
+                   "pass@64 - pass@1 >= 0.25": True, "responses >= 10 tokens": True}
+
+
+def test_both_ends_must_be_populated():
+    p = np.array([32] * 6 + [0] * 4)  # spread 0.6, nothing above 0.95
+    props = properties(p, 64, {"tokens": [12], "distinct_correct": [1]})
+    assert props["spread_0.05_0.95"] == 0.6
+    assert not verdicts(props)["spread >= 0.40, both ends populated"]
+    props = properties(np.append(p, 64), 64, {"tokens": [12], "distinct_correct": [1]})
+    assert verdicts(props)["spread >= 0.40, both ends populated"]
+
+
+def test_countdown_task_overrides_compose_into_the_cpu_config():
+    from rlvr_recipes.launch.cpu_run import TASKS, compose, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings
+
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    assert settings["reward_path"] == "pkg://rlvr_recipes.reward.countdown"
+    assert settings["max_response_length"] == 32
+    # the task's overrides come after the method's: DAPO's buffer fits countdown answers, not addition's 3 tokens
+    from rlvr_recipes.launch.cpu_run import BASELINES
+
+    config = compose([*BASELINES["agrae_dapo"], *TASKS["countdown"].overrides])
+    assert config.reward.reward_kwargs.overlong_buffer_cfg.len == 8
+    assert TASKS["addition"].overrides == ()
+    with pytest.raises(ValueError, match="unknown task 'sudoku'.*addition, countdown"):
+        embedded_task("sudoku")
+
+
+def test_cli_rejects_an_unknown_task(capsys):
+    from rlvr_recipes.launch.cpu_run import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "grpo", "--task", "sudoku"])
+    assert "invalid choice: 'sudoku'" in capsys.readouterr().err
+
+
+def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_path):
+    import json
+    import os
+
+    import pandas as pd
+
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, build
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    spec = CountdownSpec(train_size=24, test_size=8, warm_start_size=16, limit=20, warm_start_steps=3)
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    paths = build(str(tmp_path / "cd"), COUNTDOWN_MODEL, spec, warm_start_target=0.3, ref_samples=2,
+                  ref_settings=settings)
+    train = pd.read_parquet(paths["train"])
+    assert len(train) == 24 and len(pd.read_parquet(paths["test"])) == 8
+    assert all(len(info["ref_rewards"]) == 2 for info in train["extra_info"])
+    with open(os.path.join(paths["model"], "warm_start.json")) as f:
+        assert json.load(f)["steps"] == 3
+    # a second request with the same settings (a tuple among them) reuses the build
+    before = os.path.getmtime(os.path.join(paths["model"], "model.safetensors"))
+    assert build(str(tmp_path / "cd"), COUNTDOWN_MODEL, spec, warm_start_target=0.3, ref_samples=2,
+                 ref_settings=settings) == paths
+    assert os.path.getmtime(os.path.join(paths["model"], "model.safetensors")) == before
+
+
+@pytest.mark.e2e
+def test_countdown_task_trains_with_verl(tmp_path):
+    """The countdown task end to end: built with its defaults (warm start, reference cache), then GRPO and AAPO (which
+    reads the cache) take a real trainer step each in one Ray cluster, validated on the held-out prompts."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "rlvr_recipes.launch.cpu_run", "suite", "grpo,aapo", "--task", "countdown",
+           "--steps", "1", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1800)
+    results = json.loads((tmp_path / "suite.json").read_text())
+    for method in ("grpo", "aapo"):
+        assert results[method]["ok"], (results[method]["error"], proc.stdout[-2000:])
+        rows = [json.loads(line) for line in Path(results[method]["metrics"]).read_text().splitlines() if line]
+        data = {k: v for row in rows for k, v in row["data"].items()}
+        assert any(k.startswith("val-core/countdown/") for k in data), sorted(data)[:20]
+        assert 0.0 <= data["critic/score/mean"] <= 1.0
+        assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
