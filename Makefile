@@ -78,8 +78,8 @@ quickstart:
 compare: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --out runs/compare
 
-LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,gspo,gspo_n,clip_cov
-LAB_ARGS ?= --seeds 3 --steps 12 --passk-samples 64
+LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,gspo,gspo_n,clip_cov,grpo_4mb,grpo_n_4mb
+LAB_ARGS ?= --seeds 3 --steps 50 --passk-samples 64
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab
 

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import _diff_verdict, acr_by_group_size, claims, passk_curve, series
+from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
+                                         passk_curve, series)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,3 +109,29 @@ def test_compare_two_methods_one_seed(tmp_path):
     # resumable: a second call repeats no run
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.count("finished earlier, kept") == 2, proc.stdout[-2000:]
+    # a resume with other settings stops before any run instead of mixing them in one report
+    other = list(cmd)
+    other[other.index("--steps") + 1] = "3"
+    proc = subprocess.run(other, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "kept run has steps=2, this comparison 3" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_kept_run_must_match_the_comparison_settings(tmp_path):
+    done = tmp_path / "done.json"
+    settings = {"task": "countdown", "steps": 50, "passk_samples": 64, "overrides": ["a=1"], "method": "grpo", "seed": 0}
+    check_kept_run(str(done), settings)  # not there yet: a run to do
+    done.write_text(json.dumps({"seconds": 1.0, "settings": settings}))
+    check_kept_run(str(done), settings)
+    with pytest.raises(ValueError, match=r"done.json: kept run has steps=50, this comparison 12"):
+        check_kept_run(str(done), {**settings, "steps": 12})
+    with pytest.raises(ValueError, match=r"overrides=\['a=1'\], this comparison \['a=2'\]"):
+        check_kept_run(str(done), {**settings, "overrides": ["a=2"]})
+    done.write_text(json.dumps({"seconds": 1.0}))  # an older run without its settings
+    with pytest.raises(ValueError, match="without its settings"):
+        check_kept_run(str(done), settings)
+
+
+def test_pass1_change_is_taken_against_each_seeds_own_start():
+    runs = [{"seed": 0, "passk_end": {1: 0.59, 64: 0.86}}, {"seed": 1, "passk_end": {1: 0.50, 64: 0.80}}]
+    start = {0: {1: 0.44, 64: 0.89}, 1: {1: 0.40, 64: 0.88}}
+    assert pass1_change(runs, start) == pytest.approx([0.15, 0.10])

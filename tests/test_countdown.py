@@ -161,3 +161,17 @@ def test_countdown_rows_are_verl_rows_the_verifier_reads():
         truth = row["reward_model"]["ground_truth"]
         assert truth == f"{p['target']}|{','.join(map(str, p['numbers']))}"
         assert compute_score(row["data_source"], p["answers"][0], truth)["score"] == 1.0
+
+
+def test_fresh_problems_are_new_seeded_and_of_the_task():
+    from rlvr_recipes.tiny_task import countdown
+
+    spec = countdown.CountdownSpec(train_size=40, test_size=10, warm_start_size=30, limit=20)
+    used = {p["ground_truth"] for part in countdown.countdown_problems(spec, with_warm_start=True) for p in part}
+    fresh = countdown.fresh_problems(spec, 25, seed=1)
+    truths = [p["ground_truth"] for p in fresh]
+    assert len(truths) == 25 and len(set(truths)) == 25 and not set(truths) & used
+    assert countdown.fresh_problems(spec, 25, seed=1) == fresh
+    assert all(len(p["numbers"]) in spec.sizes and p["solutions"] >= 2 for p in fresh)
+    # the seed of the task itself gives back only problems outside its three sets
+    assert not {p["ground_truth"] for p in countdown.fresh_problems(spec, 10, seed=spec.seed)} & used

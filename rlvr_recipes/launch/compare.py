@@ -171,6 +171,26 @@ class RunSpec:
         return os.path.join(self.out, "checkpoints", f"global_step_{self.steps}", "actor", "huggingface")
 
 
+def check_kept_run(done_path: str, settings: dict[str, Any]) -> None:
+    """Raise if the finished run recorded in ``done_path`` was run with other ``settings`` than this comparison's
+    (steps, task, pass@k samples, overrides, method, seed); a missing file is a run still to do.
+
+    Raises:
+        ValueError: naming the file, the first setting that differs, and what to do.
+    """
+    if not os.path.exists(done_path):
+        return
+    with open(done_path) as f:
+        kept = json.load(f).get("settings")
+    if kept is None:
+        raise ValueError(f"{done_path}: a finished run without its settings (written by an older version); "
+                         "delete its folder or pick another --out")
+    for key, value in settings.items():
+        if kept.get(key) != value:
+            raise ValueError(f"{done_path}: kept run has {key}={kept.get(key)!r}, this comparison {value!r}; "
+                             "delete the run's folder or pick another --out")
+
+
 def seed_overrides(seed: int) -> list[str]:
     return [f"data.seed={seed}", f"actor_rollout_ref.actor.data_loader_seed={seed}",
             f"actor_rollout_ref.rollout.seed={seed}"]
@@ -205,11 +225,15 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     max_new = settings["max_response_length"]
     # seed by seed, every method in each: a comparison stopped early has every method at the seeds it finished
     specs = [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for s in range(seeds) for m in methods]
+    # what a kept run must have been run with: a resume with other settings would mix them in one report
+    run_settings = {"task": task, "steps": steps, "passk_samples": passk_samples, "overrides": list(extra)}
+    for spec in specs:
+        check_kept_run(os.path.join(spec.out, "done.json"), {**run_settings, "method": spec.method, "seed": spec.seed})
     t_all = time.monotonic()
 
     start_passk: dict[int, dict[int, float]] = {}
     for s in range(seeds):
-        path = os.path.join(out, "passk_start", f"seed{s}.json")
+        path = os.path.join(out, "passk_start", f"seed{s}-samples{passk_samples}.json")
         if not os.path.exists(path):
             counts = sample_correct_counts(paths["model"], paths["test"], reward_fn, passk_samples, max_new, seed=s)
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -235,7 +259,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             config = cluster_run(spec.method, spec.out, paths, steps, overrides, estimators, experiment)
         except Exception as exc:
             raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
-        outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1)}
+        outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),
+                                   "settings": {**run_settings, "method": spec.method, "seed": spec.seed}}
         os.replace(os.path.join(metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
                    os.path.join(spec.out, "metrics.jsonl"))
         counts = sample_correct_counts(spec.final_model, paths["test"], reward_fn, passk_samples, max_new,
@@ -314,12 +339,20 @@ def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict
             "entropy std over steps": _mean_std([float(np.std(list(x.values()))) if x else float("nan")
                                                  for x in c("actor/entropy")]),
             "pass@1 end": _mean_std([r["passk_end"][1] for r in rs]),
+            "pass@1 change": _mean_std(pass1_change(rs, start_passk)),
             f"pass@{kmax} end": _mean_std([r["passk_end"][kmax] for r in rs]),
             "s/step": _mean_std([r["s_per_step"] for r in rs]),
         }
     kmax = max(next(iter(start_passk.values())))
     start = {k: _mean_std([p[k] for p in start_passk.values()]) for k in (1, kmax)}
-    return {"table": table, "start_passk": {str(k): v for k, v in start.items()}, "claims": claims(runs, table, kmax)}
+    return {"table": table, "start_passk": {str(k): v for k, v in start.items()},
+            "pass1_change_by_seed": {m: pass1_change(rs, start_passk) for m, rs in runs.items()},
+            "claims": claims(runs, table, kmax)}
+
+
+def pass1_change(rs: list[dict[str, Any]], start_passk: dict[int, dict[int, float]]) -> list[float]:
+    """Held-out pass@1 at the end minus at the start, per run (seed), each against its own seed's start sample."""
+    return [r["passk_end"][1] - start_passk[r["seed"]][1] for r in rs]
 
 
 def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple[str, str]:
@@ -525,6 +558,10 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
     start = summary["start_passk"]
     lines += ["", "Initial model: " + ", ".join(f"pass@{k} {m:.3f}" for k, (m, _) in start.items()), "",
+              "Held-out pass@1 change per seed (end minus start; the lab's target for GRPO is +0.15 or more in every "
+              "seed):", ""]
+    lines += [f"- {m}: " + ", ".join(f"{d:+.3f}" for d in ds) for m, ds in summary["pass1_change_by_seed"].items()]
+    lines += ["",
               "## The papers' claims at this scale", "",
               "A claim holds when the difference is in the claimed direction by more than two standard errors "
               "(seeds as samples); otherwise it did not hold (opposite direction) or cannot be judged.", "",

@@ -1,6 +1,7 @@
 """Measure the properties the CPU lab needs of an embedded task's warm start, on its held-out prompts (docs/lab.md).
 
     python -m rlvr_recipes.launch.task_properties --task countdown [--samples 64] [--model DIR] [--json PATH]
+                                                  [--fresh N [--fresh-seed S]]
 
 Builds the task if needed (:func:`rlvr_recipes.launch.cpu_run.ensure_tiny`), samples ``--samples`` responses per
 held-out prompt at temperature 1.0 from the warm-started model (or ``--model``), scores them with the run's reward, and
@@ -11,6 +12,9 @@ prints, against the lab's targets:
 - the expected advantage collapse rate at G = 8, the mean of p^8 + (1 - p)^8 (ACR paper 000 Sec. 3; target 0.3-0.7);
 - pass@1 and pass@k for k = 2, 4, ... ``--samples`` (unbiased estimator), and pass@64 - pass@1 (target >= 0.25);
 - the mean response length in tokens (target >= 10), and the median number of distinct correct responses per prompt.
+
+``--fresh N`` measures on N new countdown problems instead (drawn with ``--fresh-seed``, none in the RL, held-out or
+warm-start sets): prompts on which no setting of the lab was chosen.
 """
 
 from __future__ import annotations
@@ -65,9 +69,27 @@ def verdicts(props: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def write_fresh_prompts(path: str, count: int, seed: int) -> str:
+    """A verl parquet file at ``path`` of ``count`` fresh countdown problems
+    (:func:`rlvr_recipes.tiny_task.countdown.fresh_problems` of the lab's task)."""
+    import pandas as pd
+
+    from rlvr_recipes.tiny_task.build import countdown_rows
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec, fresh_problems
+
+    pd.DataFrame(countdown_rows(fresh_problems(CountdownSpec(), count, seed), "fresh")).to_parquet(path)
+    return path
+
+
 def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str] = None,
-            tiny_dir: Optional[str] = None, seed: int = 0) -> dict[str, Any]:
-    """Build ``task`` if needed and measure its warm start (or ``model_dir``) on the held-out prompts."""
+            tiny_dir: Optional[str] = None, seed: int = 0, fresh: int = 0, fresh_seed: int = 1) -> dict[str, Any]:
+    """Build ``task`` if needed and measure its warm start (or ``model_dir``) on the held-out prompts, or on
+    ``fresh`` new ones."""
+    import tempfile
+
+    if fresh and task != "countdown":
+        raise ValueError(f"--fresh draws countdown problems; the task is {task!r}")
+
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.launch.compare import sample_correct_counts
     from rlvr_recipes.reward.reference import reference_settings
@@ -77,8 +99,10 @@ def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str]
     settings = reference_settings(compose(list(embedded_task(task).overrides)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
     record: dict[str, list] = {}
-    counts = sample_correct_counts(model_dir or paths["model"], paths["test"], reward_fn, samples,
-                                   settings["max_response_length"], seed=seed, record=record)
+    with tempfile.TemporaryDirectory() as tmp:
+        prompts = write_fresh_prompts(f"{tmp}/fresh.parquet", fresh, fresh_seed) if fresh else paths["test"]
+        counts = sample_correct_counts(model_dir or paths["model"], prompts, reward_fn, samples,
+                                       settings["max_response_length"], seed=seed, record=record)
     return properties(counts, samples, record)
 
 
@@ -90,10 +114,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--tiny-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the figures here")
+    parser.add_argument("--fresh", type=int, default=0, help="measure on this many new problems (countdown)")
+    parser.add_argument("--fresh-seed", type=int, default=1, help="seed of the new problems (default 1)")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     try:
-        props = measure(args.task, args.samples, args.model, args.tiny_dir, args.seed)
+        props = measure(args.task, args.samples, args.model, args.tiny_dir, args.seed, args.fresh, args.fresh_seed)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -133,6 +133,22 @@ def countdown_problems(spec: CountdownSpec, with_warm_start: bool = False) -> tu
     return problems[: spec.train_size], problems[spec.train_size : test_end]
 
 
+def fresh_problems(spec: CountdownSpec, count: int, seed: int) -> list[dict]:
+    """``count`` problems of ``spec``'s distribution drawn with another ``seed``, none of them in its RL, held-out or
+    warm-start sets: prompts on which no setting of the lab was chosen."""
+    used = {p["ground_truth"] for part in countdown_problems(spec, with_warm_start=True) for p in part}
+    fresh: list[dict] = []
+    batch_seed = seed
+    while len(fresh) < count:
+        for problem in make_problems(count, seed=batch_seed, sizes=spec.sizes, max_number=spec.max_number,
+                                     max_target=spec.max_target, sum_fraction=spec.sum_fraction, limit=spec.limit):
+            if problem["ground_truth"] not in used and len(fresh) < count:
+                used.add(problem["ground_truth"])
+                fresh.append(problem)
+        batch_seed += 1_000_003
+    return fresh
+
+
 def prompt_text(numbers: list[int], target: int) -> str:
     """The rendered prompt of one problem: the numbers, then ``>`` and the target, then ``:`` (``"3,7,9>19:"``)."""
     return ",".join(map(str, numbers)) + ">" + str(target) + ":"
