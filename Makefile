@@ -7,7 +7,8 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
-#   make lab         the comparison on the CPU lab's countdown task with the baselines (runs/lab, docs/lab.md)
+#   make lab         the comparison on the CPU lab's countdown task with the baselines (runs/lab); writes the report
+#                    into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run reproduces the committed one
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -81,7 +82,9 @@ compare: $(STAMP)
 LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,gspo,gspo_n,clip_cov,grpo_4mb,grpo_n_4mb
 LAB_ARGS ?= --seeds 3 --steps 50 --passk-samples 64
 lab: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab
+	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab \
+		--publish docs/lab.md
+	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
 
 toy: $(STAMP)
 	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy

@@ -31,6 +31,8 @@ setup(
         "wandb",
         "math-verify",
         "sympy",
+        # Welch's t-test and Pearson's test behind the comparison's verdicts (launch/compare.py)
+        "scipy",
         "matplotlib",
     ],
     extras_require={

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
-                                         passk_curve, series)
+                                         passk_curve, publish_report, series, welch_test, PUBLISH_END, PUBLISH_START)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,10 +44,26 @@ def test_diff_verdict():
     assert _diff_verdict([0.5, 0.1, 0.9], [0.4, 0.8, 0.0], higher=True)[0] == "cannot be judged"
     verdict, why = _diff_verdict([0.5], [0.3], higher=True)
     assert verdict == "cannot be judged" and "one seed" in why
-    # effect size and interval by hand: d = 0.2; each variance (ddof 1) 0.02, s.e. = sqrt(0.02/2 + 0.02/2) = 0.1414
+    # by hand at 2 + 2 seeds: d = 0.2; each variance (ddof 1) 0.02, s.e. = sqrt(0.02/2 + 0.02/2) = 0.1414; Welch's df =
+    # (0.01 + 0.01)^2 / (0.01^2/1 + 0.01^2/1) = 2. With 2 df the t quantile and tail have closed forms:
+    # t_q = (2q - 1) / sqrt(2 q (1 - q)) = 4.3027 at q = 0.975, so the interval is 0.2 -/+ 0.6085;
+    # P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2, so p = 1 - sqrt(2) / 2 = 0.293 at t = 0.2 / 0.1414 = sqrt(2).
     verdict, why = _diff_verdict([0.5, 0.7], [0.3, 0.5], higher=True)
     assert verdict == "cannot be judged"
-    assert "difference +0.200, interval [-0.083, +0.483] (Welch, +/- 2 s.e., 2 and 2 seeds)" in why
+    assert ("difference +0.200, 95 % interval [-0.408, +0.808] (Welch t-test, df 2.0, p = 0.293, 2 and 2 seeds)"
+            in why)
+    t = welch_test([0.5, 0.7], [0.3, 0.5])
+    q = 0.975
+    half = (2 * q - 1) / np.sqrt(2 * q * (1 - q)) * np.sqrt(0.02)
+    assert t["df"] == pytest.approx(2.0)
+    assert (t["low"], t["high"]) == pytest.approx((0.2 - half, 0.2 + half))
+    assert t["p"] == pytest.approx(1 - np.sqrt(2) / 2)
+    # a 2-standard-error rule would call this one (d = 0.2, s.e. 0.0816, df 4: t = 2.45); the t-test at 3 + 3 seeds
+    # needs t > 2.776 and does not
+    assert _diff_verdict([0.4, 0.5, 0.6], [0.2, 0.3, 0.4], higher=True)[0] == "cannot be judged"
+    # no spread on either side: the sign decides; equal values cannot be judged
+    assert _diff_verdict([0.2, 0.2], [0.0, 0.0], higher=True)[0] == "held"
+    assert _diff_verdict([0.0, 0.0], [0.0, 0.0], higher=True)[0] == "cannot be judged"
 
 
 def test_series_picks_the_validation_key():
@@ -135,3 +151,61 @@ def test_pass1_change_is_taken_against_each_seeds_own_start():
     runs = [{"seed": 0, "passk_end": {1: 0.59, 64: 0.86}}, {"seed": 1, "passk_end": {1: 0.50, 64: 0.80}}]
     start = {0: {1: 0.44, 64: 0.89}, 1: {1: 0.40, 64: 0.88}}
     assert pass1_change(runs, start) == pytest.approx([0.15, 0.10])
+
+
+def test_early_acr_claim_is_pearsons_test():
+    # six runs whose early ACR and final held-out accuracy fall on a line of negative slope: r = -1, p = 0
+    def run(early, final):
+        r = _run([0.5] * 10, [0.5] * 10, [early] * 2 + [0.3] * 8, (0.5, 0.6), {2: 0.6})
+        r["curves"]["val"] = {0: 0.5, 9: final}
+        return r
+
+    runs = {"grpo": [run(0.1 * i, 0.9 - 0.1 * i) for i in range(6)]}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    early = out["early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)"]
+    assert early["verdict"] == "held" and "r = -1.00 over 6 runs" in early["evidence"]
+    # the same runs with the accuracy rising with early ACR: the opposite sign
+    runs = {"grpo": [run(0.1 * i, 0.3 + 0.1 * i) for i in range(6)]}
+    early = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[early["claim"]]
+    assert early["verdict"] == "did not hold"
+    # no relation: r = 0 (early 0.1, 0.2, 0.3, 0.4 against final 0.5, 0.7, 0.7, 0.5), p = 1
+    runs = {"grpo": [run(e, f) for e, f in ((0.1, 0.5), (0.2, 0.7), (0.3, 0.7), (0.4, 0.5))]}
+    early = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[early["claim"]]
+    assert early["verdict"] == "cannot be judged" and "r = 0.00 over 4 runs, p = 1" in early["evidence"]
+
+
+def test_publish_copies_the_report_between_the_markers(tmp_path):
+    out = tmp_path / "runs" / "lab"
+    out.mkdir(parents=True)
+    (out / "report.md").write_text("# Methods side by side\n\n![curves](curves.png)\n\n## Final figures\n\n| a |\n")
+    (out / "curves.png").write_bytes(b"png")
+    doc = tmp_path / "docs" / "lab.md"
+    doc.parent.mkdir()
+    doc.write_text(f"# Lab\n\n## The comparison\n\nkept\n\n{PUBLISH_START}\nold report\n{PUBLISH_END}\n\n## After\n")
+    img_dir = publish_report(str(out), str(doc))
+    assert img_dir == str(tmp_path / "docs" / "img" / "lab")
+    assert (tmp_path / "docs" / "img" / "lab" / "curves.png").read_bytes() == b"png"
+    assert doc.read_text() == (f"# Lab\n\n## The comparison\n\nkept\n\n{PUBLISH_START}\n\n### Methods side by side\n\n"
+                               f"![curves](img/lab/curves.png)\n\n#### Final figures\n\n| a |\n\n{PUBLISH_END}\n\n"
+                               "## After\n")
+    # publishing again gives the same document
+    before = doc.read_text()
+    publish_report(str(out), str(doc))
+    assert doc.read_text() == before
+
+
+def test_publish_needs_the_markers_and_is_checked_before_any_run(tmp_path, capsys):
+    from rlvr_recipes.launch.compare import main
+
+    doc = tmp_path / "lab.md"
+    doc.write_text("# Lab without markers\n")
+    with pytest.raises(ValueError, match="report.md: no report to publish"):
+        publish_report(str(tmp_path), str(doc))  # the report is looked for first
+    (tmp_path / "report.md").write_text("# r\n")
+    with pytest.raises(ValueError, match="lab.md: needs the line"):
+        publish_report(str(tmp_path), str(doc))
+    # the command refuses before it builds or trains anything
+    assert main(["--methods", "grpo", "--seeds", "1", "--steps", "1", "--out", str(tmp_path / "cmp"),
+                 "--publish", str(doc)]) == 2
+    assert "lab.md: needs the line" in capsys.readouterr().err
+    assert not (tmp_path / "cmp").exists()

@@ -18,6 +18,8 @@ of each run's final weights (saved by verl as a Hugging Face model at the last s
 
 Writes ``<out>/report.md`` (plots first, then the tables and the claims), ``curves.png``, ``passk.png``,
 ``acr_vs_group_size.png``, ``summary.json`` and one folder per run under ``<out>/runs/<method>/seed<s>/``.
+``--publish DOC`` then copies the report into a document between its two marker lines (``make lab`` writes
+docs/lab.md's comparison this way), so the committed report is what the command wrote.
 """
 
 from __future__ import annotations
@@ -355,26 +357,49 @@ def pass1_change(rs: list[dict[str, Any]], start_passk: dict[int, dict[int, floa
     return [r["passk_end"][1] - start_passk[r["seed"]][1] for r in rs]
 
 
+def welch_test(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict[str, float]:
+    """Welch's two-sample t-test of mean(a) - mean(b) with seeds as samples (unequal variances).
+
+    Returns the difference ``d``, its standard error ``se`` = sqrt(var_a/n_a + var_b/n_b) (variances with ddof 1), the
+    Welch-Satterthwaite degrees of freedom ``df``, the two-sided ``level`` interval ``[low, high]`` = d -/+
+    t_{(1+level)/2, df} * se, and the two-sided p-value. With both variances 0, ``se`` is 0, ``df`` is inf and the
+    interval is the point ``d``. Needs two or more values on each side.
+    """
+    from scipy import stats
+
+    na, nb = len(a), len(b)
+    d = float(np.mean(a) - np.mean(b))
+    va, vb = float(np.var(a, ddof=1)) / na, float(np.var(b, ddof=1)) / nb
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return {"d": d, "se": 0.0, "df": math.inf, "low": d, "high": d, "p": 1.0 if d == 0 else 0.0}
+    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    half = float(stats.t.ppf((1 + level) / 2, df)) * se
+    p = float(2 * stats.t.sf(abs(d) / se, df))
+    return {"d": d, "se": se, "df": df, "low": d - half, "high": d + half, "p": p}
+
+
 def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple[str, str]:
-    """Whether mean(a) beats mean(b) in the claimed direction by more than twice the standard error of the
-    difference (Welch); ``cannot be judged`` with a single seed or a difference within the noise."""
+    """Whether mean(a) beats mean(b) in the claimed direction: ``held`` when the whole 95 % interval of the difference
+    (:func:`welch_test`, seeds as samples) lies on the claimed side of 0, ``did not hold`` when it lies on the other
+    side, otherwise (or with a single seed) ``cannot be judged``."""
     a = [x for x in a if math.isfinite(x)]
     b = [x for x in b if math.isfinite(x)]
     if not a or not b:
         return "cannot be judged", "not logged"
-    d = float(np.mean(a) - np.mean(b))
     detail = f"{np.mean(a):.3f} vs {np.mean(b):.3f}"
     if len(a) < 2 or len(b) < 2:
         return "cannot be judged", detail + " (one seed: no noise estimate)"
-    se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
-    detail += (f": difference {d:+.3f}, interval [{d - 2 * se:+.3f}, {d + 2 * se:+.3f}] (Welch, +/- 2 s.e., "
-               f"{len(a)} and {len(b)} seeds)")
-    signed = d if higher else -d
-    if signed > 2 * se:
+    t = welch_test(a, b)
+    df = "inf" if math.isinf(t["df"]) else f"{t['df']:.1f}"
+    detail += (f": difference {t['d']:+.3f}, 95 % interval [{t['low']:+.3f}, {t['high']:+.3f}] (Welch t-test, "
+               f"df {df}, p = {t['p']:.3g}, {len(a)} and {len(b)} seeds)")
+    low, high = (t["low"], t["high"]) if higher else (-t["high"], -t["low"])
+    if low > 0:
         return "held", detail
-    if signed < -2 * se:
+    if high < 0:
         return "did not hold", detail
-    return "cannot be judged", detail + ": within the noise"
+    return "cannot be judged", detail + ": the interval holds 0"
 
 
 def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, str]]:
@@ -409,13 +434,14 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     final = [(lambda v: v[max(v)] if v else float("nan"))(r["curves"]["val"]) for rs in runs.values() for r in rs]
     pairs = [(e, f) for e, f in zip(early, final) if math.isfinite(e) and math.isfinite(f)]
     if len(pairs) >= 4 and np.std([p[0] for p in pairs]) > 0 and np.std([p[1] for p in pairs]) > 0:
-        r = float(np.corrcoef(np.array(pairs).T)[0, 1])
-        # |r| must clear the two-sided 5 % critical value of Pearson's r for n pairs (t-distribution approximation)
+        from scipy import stats
+
+        r, p = (float(x) for x in stats.pearsonr([e for e, _ in pairs], [f for _, f in pairs]))
         n = len(pairs)
-        crit = 2.0 / math.sqrt(n)
-        verdict = "held" if r < -crit else ("did not hold" if r > crit else "cannot be judged")
+        # two-sided test of r = 0 at 5 %; the claim is a negative correlation
+        verdict = "cannot be judged" if p >= 0.05 else ("held" if r < 0 else "did not hold")
         add("early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)",
-            "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {r:.2f} over {n} runs (|r| > {crit:.2f} needed)"))
+            "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"))
     else:
         add("early ACR predicts final held-out accuracy", "000 Sec. 3.4.2, Fig. 1",
             ("cannot be judged", "fewer than 4 runs or no spread"))
@@ -563,12 +589,62 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     lines += [f"- {m}: " + ", ".join(f"{d:+.3f}" for d in ds) for m, ds in summary["pass1_change_by_seed"].items()]
     lines += ["",
               "## The papers' claims at this scale", "",
-              "A claim holds when the difference is in the claimed direction by more than two standard errors "
-              "(seeds as samples); otherwise it did not hold (opposite direction) or cannot be judged.", "",
+              "A claim held when the 95 % interval of the difference (Welch's t-test, seeds as samples) lies on the "
+              "claimed side of 0, did not hold when it lies on the other side, and cannot be judged when it holds 0. "
+              "Each claim is one test at the 5 % level; with this many claims in one report, about one in twenty "
+              "verdicts on a true null would come out decided by chance.", "",
               "| claim | paper | here | evidence |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['source']} | {c['verdict']} | {c['evidence']} |" for c in summary["claims"]]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+#: the committed copy of a report sits between these two lines of its document (``--publish``)
+PUBLISH_START = "<!-- compare report: start (written by launch.compare --publish; edits inside are lost) -->"
+PUBLISH_END = "<!-- compare report: end -->"
+REPORT_FIGURES = ("curves.png", "passk.png", "acr_vs_group_size.png")
+
+
+def _publish_target(doc: str) -> tuple[str, int, int]:
+    """The text of ``doc`` and where its two report markers start; raises ValueError naming the file without them."""
+    if not os.path.isfile(doc):
+        raise ValueError(f"--publish {doc}: no such file")
+    with open(doc) as f:
+        text = f.read()
+    start, end = text.find(PUBLISH_START), text.find(PUBLISH_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{doc}: needs the line {PUBLISH_START!r} and, after it, {PUBLISH_END!r}, to mark where the "
+                         "report goes")
+    return text, start, end
+
+
+def publish_report(out: str, doc: str) -> str:
+    """Copy ``<out>/report.md`` into the document ``doc`` between :data:`PUBLISH_START` and :data:`PUBLISH_END`: its
+    headings two levels down (it sits under a section of ``doc``), its figures copied to ``img/<name of out>/`` beside
+    ``doc`` and linked from there. Returns the folder the figures went to.
+
+    Raises:
+        ValueError: ``doc`` lacks the two markers (in that order), or ``out`` holds no report.
+    """
+    import shutil
+
+    report_path = os.path.join(out, "report.md")
+    if not os.path.exists(report_path):
+        raise ValueError(f"{report_path}: no report to publish; run the comparison first")
+    text, start, end = _publish_target(doc)
+    rel = f"img/{os.path.basename(os.path.normpath(out))}"
+    img_dir = os.path.join(os.path.dirname(os.path.abspath(doc)), rel)
+    os.makedirs(img_dir, exist_ok=True)
+    with open(report_path) as f:
+        report = f.read()
+    for name in REPORT_FIGURES:
+        if os.path.exists(os.path.join(out, name)):
+            shutil.copyfile(os.path.join(out, name), os.path.join(img_dir, name))
+        report = report.replace(f"]({name})", f"]({rel}/{name})")
+    report = "\n".join("##" + line if line.startswith("#") else line for line in report.splitlines())
+    with open(doc, "w") as f:
+        f.write(text[: start + len(PUBLISH_START)] + "\n\n" + report.strip() + "\n\n" + text[end:])
+    return img_dir
 
 
 # ---------------------------------------------------------------------------------------------------- cli
@@ -583,6 +659,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
     parser.add_argument("--task", default="addition", help="embedded task: addition or countdown (docs/lab.md)")
     parser.add_argument("--tiny-dir", default=None)
+    parser.add_argument("--publish", metavar="DOC", default=None,
+                        help="copy the report into DOC between its report markers, figures to img/<out name>/ beside it")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
@@ -598,7 +676,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         estimators, _ = registered()
         for m in methods:
             method_overrides(m, estimators)
+        if args.publish:
+            _publish_target(args.publish)  # before hours of runs, not after
         compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task)
+        if args.publish:
+            img_dir = publish_report(args.out, args.publish)
+            print(f"[compare] report copied into {args.publish}, figures into {img_dir}", flush=True)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1

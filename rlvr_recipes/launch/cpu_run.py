@@ -97,7 +97,8 @@ TASKS: dict[str, EmbeddedTask] = {
         "data.max_response_length=32",
         "reward.reward_kwargs.overlong_buffer_cfg.len=8",
         # cpu.yaml's 3e-4 (tuned on addition) lowers held-out accuracy here; 1e-4 raised held-out pass@1 by
-        # 0.17-0.19 in 40 GRPO steps in each of 3 seeds (docs/lab.md, "Choosing the learning rate")
+        # 0.16-0.18 in 40 GRPO steps in each of 3 seeds (benchmarks/lab_countdown_lr.py; docs/lab.md, "GRPO on the
+        # task: the learning rate")
         "actor_rollout_ref.actor.optim.lr=1e-4",
     )),
 }
