@@ -130,6 +130,15 @@ def test_compare_two_methods_one_seed(tmp_path):
     other[other.index("--steps") + 1] = "3"
     proc = subprocess.run(other, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2 and "kept run has steps=2, this comparison 3" in proc.stderr, proc.stderr[-2000:]
+    # --report-only trains nothing and reports on the finished runs, naming those it lacks (seed 1 here)
+    partial = list(cmd)
+    partial[partial.index("--seeds") + 1] = "2"
+    proc = subprocess.run([*partial, "--report-only"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "training" not in proc.stdout
+    report = (out / "report.md").read_text()
+    assert "**Partial report**: 2 run(s) not finished yet: grpo seed 1, grpo_n seed 1." in report
+    assert not (out / "runs" / "grpo" / "seed1").exists()
 
 
 def test_kept_run_must_match_the_comparison_settings(tmp_path):

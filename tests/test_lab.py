@@ -107,3 +107,25 @@ def test_countdown_task_trains_with_verl(tmp_path):
         assert any(k.startswith("val-core/countdown/") for k in data), sorted(data)[:20]
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
+
+
+def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
+    """`make lab` is the one command behind docs/lab.md's comparison: its methods must all resolve, and the document
+    it publishes into must carry the report markers (else the command would fail after hours of runs)."""
+    import os
+    import re
+
+    from rlvr_recipes.launch.compare import _publish_target
+    from rlvr_recipes.launch.cpu_run import method_overrides, registered
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "Makefile")) as f:
+        makefile = f.read()
+    methods = re.search(r"^LAB_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
+    estimators, _ = registered()
+    for method in methods:
+        assert method_overrides(method, estimators), method
+    # the package's six methods and the baselines their papers compare with, on this task
+    assert {"grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "gspo", "gspo_n", "clip_cov"} <= set(methods)
+    assert "--publish docs/lab.md" in makefile
+    _publish_target(os.path.join(root, "docs", "lab.md"))

@@ -209,9 +209,14 @@ def collect(spec: RunSpec) -> dict[str, Any]:
 
 def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
             passk_samples: int = 64, tiny_dir: Optional[str] = None, task: str = "addition",
-            say: Callable[[str], None] = lambda s: print(s, flush=True)) -> dict[str, Any]:
+            say: Callable[[str], None] = lambda s: print(s, flush=True), report_only: bool = False) -> dict[str, Any]:
     """Run (or resume) every method x seed on ``task`` in one Ray cluster, score pass@k, and write the report.
-    Returns the summary."""
+    With ``report_only`` nothing is trained: the report is written from the runs finished so far (a comparison
+    still running, or one stopped early), and names the runs it lacks. Returns the summary.
+
+    Raises:
+        ValueError: a kept run was made with other settings, or (``report_only``) no run has finished.
+    """
     from rlvr_recipes.launch.cpu_run import (cluster_run, compose, embedded_task, ensure_tiny, registered,
                                              run_overrides, start_cluster_runs)
     from rlvr_recipes.reward.reference import reference_settings
@@ -246,7 +251,12 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
 
     metrics_root = os.path.join(out, "metrics")
     start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
-    for i, spec in enumerate(specs, 1):
+    missing = [spec for spec in specs if not os.path.exists(os.path.join(spec.out, "done.json"))]
+    if report_only:
+        if len(missing) == len(specs):
+            raise ValueError(f"{out}: no finished run to report on; run the comparison without --report-only")
+        specs = [spec for spec in specs if spec not in missing]
+    for i, spec in enumerate([] if report_only else specs, 1):
         done = os.path.join(spec.out, "done.json")
         label = f"[compare] run {i}/{len(specs)}: {spec.method} seed {spec.seed}"
         if os.path.exists(done):
@@ -291,7 +301,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "median_step_s": round(statistics.median(step_s), 2) if step_s else None,
                         "overrides": list(extra), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                         "command": "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:]),
-                        "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1)}
+                        "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
+                        "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else []}
     write_report(out, runs, start_passk, summary)
     say(f"[compare] report {os.path.join(out, 'report.md')} [{time.monotonic() - t_all:.0f} s]")
     return summary
@@ -560,8 +571,11 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     one_seed = setup["seeds"] < 2
     grpo_step = table.get("grpo", {}).get("s/step", (float("nan"), 0))[0]
     fmt = lambda m, s: "n/a" if not math.isfinite(m) else (f"{m:.3f}" if one_seed else f"{m:.3f} +/- {s:.3f}")  # noqa: E731
+    missing = setup.get("missing_runs") or []
     lines = [
         f"# Methods side by side on verl's trainer (CPU, {summary['setup'].get('task', 'addition')} task)", "",
+        *([f"**Partial report**: {len(missing)} run(s) not finished yet: {', '.join(missing)}. Figures and "
+           "verdicts below are over the finished runs only.", ""] if missing else []),
         f"`{setup['command']}`  ",
         f"{setup['seeds']} seed(s) x {setup['steps']} steps per method; {setup['machine']}; "
         f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, one Ray cluster); a step "
@@ -659,6 +673,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
     parser.add_argument("--task", default="addition", help="embedded task: addition or countdown (docs/lab.md)")
     parser.add_argument("--tiny-dir", default=None)
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: write the report from the runs finished so far")
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="copy the report into DOC between its report markers, figures to img/<out name>/ beside it")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -678,7 +694,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             method_overrides(m, estimators)
         if args.publish:
             _publish_target(args.publish)  # before hours of runs, not after
-        compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task)
+        compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task,
+                report_only=args.report_only)
         if args.publish:
             img_dir = publish_report(args.out, args.publish)
             print(f"[compare] report copied into {args.publish}, figures into {img_dir}", flush=True)
