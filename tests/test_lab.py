@@ -122,10 +122,13 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read()
     methods = re.search(r"^LAB_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
+    baselines = re.search(r"^LAB_BASELINES \?= (\S+)$", makefile, re.M).group(1).split(",")
     estimators, _ = registered()
-    for method in methods:
+    for method in methods + baselines:
         assert method_overrides(method, estimators), method
-    # the package's six methods and the baselines their papers compare with, on this task
-    assert {"grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "gspo", "gspo_n", "clip_cov"} <= set(methods)
+    # make lab: the package's six methods; make lab-all adds the baselines the papers compare with
+    assert {"grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n"} <= set(methods)
+    assert {"clip_cov", "gspo", "gspo_n", "grpo_4mb", "grpo_n_4mb", "dapo", "drgrpo", "w_reinforce"} <= set(baselines)
+    assert not set(methods) & set(baselines)
     assert "--publish docs/lab.md" in makefile
     _publish_target(os.path.join(root, "docs", "lab.md"))
