@@ -1,0 +1,130 @@
+"""The lab's final models on countdown problems no setting of the lab was chosen on (docs/lab.md).
+
+The lab's warm-start length and learning rate were chosen by measurements on its 200 held-out prompts, so its
+held-out figures may flatter every method a little. This script scores the warm start and each finished run of a
+comparison (``runs/lab`` by default, the final Hugging Face model of each method x seed) on ``--fresh`` new problems
+of the task's distribution, drawn with ``--fresh-seed`` (:func:`rlvr_recipes.tiny_task.countdown.fresh_problems`:
+none is in the RL, held-out or warm-start sets), ``--samples`` responses each at temperature 1, and prints per method
+pass@1 / pass@8 / pass@k-max (mean and std over seeds), pass@1's change from the warm start, and each method against
+GRPO by Welch's t-test over seeds (the comparison's own test, :func:`rlvr_recipes.launch.compare.welch_test`).
+
+    python benchmarks/lab_fresh_prompts.py --json benchmarks/lab_fresh_prompts.json   # ~30 s per model on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from rlvr_recipes.launch.compare import RunSpec, welch_test
+from rlvr_recipes.launch.task_properties import properties, write_fresh_prompts
+
+FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
+
+
+def figures(props: dict[str, Any]) -> dict[str, float]:
+    """The figures this script reports, from :func:`rlvr_recipes.launch.task_properties.properties`."""
+    passk = props["pass@k"]
+    return {"pass@1": props["pass@1"], "pass@8": passk.get(8, passk.get("8", math.nan)),
+            "pass@max": passk[max(passk, key=int)], "at_0": props["at_0"], "above_0.95": props["above_0.95"]}
+
+
+def finished_runs(out: str) -> dict[str, list[RunSpec]]:
+    """``{method: [RunSpec, ...]}`` of the runs of comparison ``out`` that finished (their ``done.json``)."""
+    runs: dict[str, list[RunSpec]] = {}
+    root = os.path.join(out, "runs")
+    for method in sorted(os.listdir(root)):
+        for name in sorted(os.listdir(os.path.join(root, method))):
+            done = os.path.join(root, method, name, "done.json")
+            if not (name.startswith("seed") and os.path.exists(done)):
+                continue
+            with open(done) as f:
+                steps = json.load(f)["settings"]["steps"]
+            runs.setdefault(method, []).append(RunSpec(method, int(name[4:]), steps, os.path.join(root, method, name)))
+    return runs
+
+
+def scorer(fresh: int, fresh_seed: int, samples: int, tmp: str) -> Callable[[Optional[str]], dict[str, float]]:
+    """``score(model_dir)``: :func:`figures` of a model (None: the warm start) on the fresh problems; the task, its
+    reward and the problems are set up once, as :func:`rlvr_recipes.launch.task_properties.measure` does per call."""
+    from rlvr_recipes.launch.compare import sample_correct_counts
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
+    from rlvr_recipes.reward.reference import reference_settings
+    from verl.utils.import_utils import load_extern_object
+
+    paths = ensure_tiny(None, "countdown")
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    prompts = write_fresh_prompts(os.path.join(tmp, "fresh.parquet"), fresh, fresh_seed)
+
+    def score(model_dir: Optional[str]) -> dict[str, float]:
+        record: dict[str, list] = {}
+        counts = sample_correct_counts(model_dir or paths["model"], prompts, reward_fn, samples,
+                                       settings["max_response_length"], seed=0, record=record)
+        return figures(properties(counts, samples, record))
+
+    return score
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/lab", help="the comparison's folder (default runs/lab)")
+    parser.add_argument("--fresh", type=int, default=200, help="new problems (default 200)")
+    parser.add_argument("--fresh-seed", type=int, default=1, help="seed of the new problems (default 1)")
+    parser.add_argument("--samples", type=int, default=64, help="responses per problem (default 64)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    if not os.path.isdir(os.path.join(args.out, "runs")):
+        print(f"error: {args.out}/runs not found: run the comparison first (make lab)", file=sys.stderr)
+        return 2
+    runs = finished_runs(args.out)
+    t0 = time.monotonic()
+    say = lambda s: print(f"[fresh] {s} [{time.monotonic() - t0:.0f} s]", flush=True)  # noqa: E731
+    tmp = tempfile.TemporaryDirectory()
+    score = scorer(args.fresh, args.fresh_seed, args.samples, tmp.name)
+    start = score(None)
+    say("warm start: " + "  ".join(f"{k} {v:.3f}" for k, v in start.items()))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for method, specs in runs.items():
+        for spec in specs:
+            fig = score(spec.final_model)
+            results.setdefault(method, []).append({"seed": spec.seed, **fig})
+            say(f"{method} seed {spec.seed}: " + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
+
+    table: dict[str, Any] = {}
+    print(f"\n{args.fresh} fresh problems (seed {args.fresh_seed}) x {args.samples} samples; warm start pass@1 "
+          f"{start['pass@1']:.3f}, pass@{args.samples} {start['pass@max']:.3f}")
+    print(f"{'method':<12} {'seeds':>5} {'pass@1':>15} {'change':>8} {'pass@8':>15} {'pass@max':>15}  vs grpo (pass@1)")
+    base = [r["pass@1"] for r in results.get("grpo", [])]
+    for method, rs in results.items():
+        row = {k: (float(np.mean([r[k] for r in rs])), float(np.std([r[k] for r in rs]))) for k in FIGURES}
+        row["pass@1 change"] = [r["pass@1"] - start["pass@1"] for r in rs]
+        vs = ""
+        if method != "grpo" and len(rs) >= 2 and len(base) >= 2:
+            t = welch_test([r["pass@1"] for r in rs], base)
+            row["vs_grpo_pass@1"] = t
+            vs = f"{t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g}"
+        table[method] = row
+        cell = lambda k: f"{row[k][0]:.3f} +/- {row[k][1]:.3f}"  # noqa: E731
+        print(f"{method:<12} {len(rs):>5} {cell('pass@1'):>15} {row['pass@1'][0] - start['pass@1']:>+8.3f} "
+              f"{cell('pass@8'):>15} {cell('pass@max'):>15}  {vs}")
+    print(f"done in {time.monotonic() - t0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"what": f"the warm start and the final model of each run of {args.out} on {args.fresh} fresh "
+                               f"countdown problems (seed {args.fresh_seed}) x {args.samples} samples",
+                       "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
+                       "warm_start": start, "runs": results, "by_method": table}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
