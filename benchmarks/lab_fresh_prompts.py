@@ -20,12 +20,12 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
 from rlvr_recipes.launch.compare import RunSpec, welch_test
-from rlvr_recipes.launch.task_properties import properties, write_fresh_prompts
+from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
 
@@ -52,28 +52,6 @@ def finished_runs(out: str) -> dict[str, list[RunSpec]]:
     return runs
 
 
-def scorer(fresh: int, fresh_seed: int, samples: int, tmp: str) -> Callable[[Optional[str]], dict[str, float]]:
-    """``score(model_dir)``: :func:`figures` of a model (None: the warm start) on the fresh problems; the task, its
-    reward and the problems are set up once, as :func:`rlvr_recipes.launch.task_properties.measure` does per call."""
-    from rlvr_recipes.launch.compare import sample_correct_counts
-    from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
-    from rlvr_recipes.reward.reference import reference_settings
-    from verl.utils.import_utils import load_extern_object
-
-    paths = ensure_tiny(None, "countdown")
-    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
-    prompts = write_fresh_prompts(os.path.join(tmp, "fresh.parquet"), fresh, fresh_seed)
-
-    def score(model_dir: Optional[str]) -> dict[str, float]:
-        record: dict[str, list] = {}
-        counts = sample_correct_counts(model_dir or paths["model"], prompts, reward_fn, samples,
-                                       settings["max_response_length"], seed=0, record=record)
-        return figures(properties(counts, samples, record))
-
-    return score
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/lab", help="the comparison's folder (default runs/lab)")
@@ -89,7 +67,9 @@ def main() -> int:
     t0 = time.monotonic()
     say = lambda s: print(f"[fresh] {s} [{time.monotonic() - t0:.0f} s]", flush=True)  # noqa: E731
     tmp = tempfile.TemporaryDirectory()
-    score = scorer(args.fresh, args.fresh_seed, args.samples, tmp.name)
+    prompts = write_fresh_prompts(os.path.join(tmp.name, "fresh.parquet"), args.fresh, args.fresh_seed)
+    model_figures = scorer("countdown", args.samples, prompts=prompts)
+    score = lambda model_dir: figures(model_figures(model_dir))  # noqa: E731
     start = score(None)
     say("warm start: " + "  ".join(f"{k} {v:.3f}" for k, v in start.items()))
     results: dict[str, list[dict[str, Any]]] = {}

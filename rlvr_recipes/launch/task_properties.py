@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -81,15 +81,11 @@ def write_fresh_prompts(path: str, count: int, seed: int) -> str:
     return path
 
 
-def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str] = None,
-            tiny_dir: Optional[str] = None, seed: int = 0, fresh: int = 0, fresh_seed: int = 1) -> dict[str, Any]:
-    """Build ``task`` if needed and measure its warm start (or ``model_dir``) on the held-out prompts, or on
-    ``fresh`` new ones."""
-    import tempfile
-
-    if fresh and task != "countdown":
-        raise ValueError(f"--fresh draws countdown problems; the task is {task!r}")
-
+def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] = None, seed: int = 0,
+           prompts: Optional[str] = None) -> Callable[[Optional[str]], dict[str, Any]]:
+    """Build ``task`` if needed and return ``score(model_dir)``: the :func:`properties` of a model (None: the task's
+    warm start) on ``prompts`` (a verl parquet file; default the held-out prompts). The task, its reward and its
+    settings are set up once, so one scorer serves many models."""
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.launch.compare import sample_correct_counts
     from rlvr_recipes.reward.reference import reference_settings
@@ -98,12 +94,27 @@ def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str]
     paths = ensure_tiny(tiny_dir, task)
     settings = reference_settings(compose(list(embedded_task(task).overrides)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
-    record: dict[str, list] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        prompts = write_fresh_prompts(f"{tmp}/fresh.parquet", fresh, fresh_seed) if fresh else paths["test"]
-        counts = sample_correct_counts(model_dir or paths["model"], prompts, reward_fn, samples,
+
+    def score(model_dir: Optional[str] = None) -> dict[str, Any]:
+        record: dict[str, list] = {}
+        counts = sample_correct_counts(model_dir or paths["model"], prompts or paths["test"], reward_fn, samples,
                                        settings["max_response_length"], seed=seed, record=record)
-    return properties(counts, samples, record)
+        return properties(counts, samples, record)
+
+    return score
+
+
+def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str] = None,
+            tiny_dir: Optional[str] = None, seed: int = 0, fresh: int = 0, fresh_seed: int = 1) -> dict[str, Any]:
+    """Build ``task`` if needed and measure its warm start (or ``model_dir``) on the held-out prompts, or on
+    ``fresh`` new ones."""
+    import tempfile
+
+    if fresh and task != "countdown":
+        raise ValueError(f"--fresh draws countdown problems; the task is {task!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        prompts = write_fresh_prompts(f"{tmp}/fresh.parquet", fresh, fresh_seed) if fresh else None
+        return scorer(task, samples, tiny_dir, seed, prompts)(model_dir)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
