@@ -71,7 +71,7 @@ lock: $(STAMP)
 setup: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -ra -m "not e2e"

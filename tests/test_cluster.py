@@ -42,9 +42,9 @@ def ray_cluster(tmp_path_factory):
     script = str(ROOT / "tests" / "cluster" / "ray_cluster.sh")
     try:
         subprocess.run(["bash", script, "start"], env=env, check=True, timeout=300)
-        from rlvr_recipes.tiny_task.build import build
+        from rlvr_recipes.launch.cpu_run import ensure_tiny
 
-        paths = build(str(ROOT / "runs" / "tiny"), warm_start_target=0.3)
+        paths = ensure_tiny(str(ROOT / "runs" / "tiny"))  # the default build, shared with the e2e tests
         yield {**env, "PATH": f"{bindir}:{env['PATH']}", "RAY_ADDRESS": f"http://127.0.0.1:{BASE_PORT + 1}",
                "VERL_PLATFORM": "cpu", "MODEL_PATH": paths["model"], "TRAIN_FILES": paths["train"],
                "VAL_FILES": paths["test"], "CKPT": str(cdir / "ckpt")}
@@ -140,9 +140,9 @@ def slurm_cluster(tmp_path_factory):
     script = str(ROOT / "tests" / "cluster" / "slurm_cluster.sh")
     try:
         subprocess.run(["bash", script, "start"], env=env, check=True, timeout=600)
-        from rlvr_recipes.tiny_task.build import build
+        from rlvr_recipes.launch.cpu_run import ensure_tiny
 
-        paths = build(str(ROOT / "runs" / "tiny"), warm_start_target=0.3)
+        paths = ensure_tiny(str(ROOT / "runs" / "tiny"))  # the default build, shared with the e2e tests
         yield {**env, "VERL_PLATFORM": "cpu", "MODEL_PATH": paths["model"], "TRAIN_FILES": paths["train"],
                "VAL_FILES": paths["test"], "RAY_PORT": str(SLURM_RAY_PORT), "RAY_PORTS_BASE": str(SLURM_RAY_PORT),
                "RAY_TEMP_DIR": str(cdir / "ray"), "RLVR_SLURM_TEST": tag, "LOGS": str(tmp_path_factory.mktemp("jobs"))}

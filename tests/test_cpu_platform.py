@@ -135,6 +135,44 @@ def test_build_is_reused_when_settings_match(tiny_model):
     assert os.path.getmtime(os.path.join(tiny_model["model"], "model.safetensors")) == before
 
 
+def test_ensure_tiny_uses_a_build_with_its_own_settings_as_it_is(tmp_path, capsys):
+    """A build of another task size (no warm start) under --tiny-dir is not replaced by the default build."""
+    from rlvr_recipes.launch.cpu_run import ensure_tiny
+    from rlvr_recipes.tiny_task.build import build
+    from rlvr_recipes.tiny_task.task import TaskSpec
+
+    paths = build(str(tmp_path / "own"), task=TaskSpec(train_size=40, test_size=10))
+    before = os.path.getmtime(os.path.join(paths["model"], "model.safetensors"))
+    assert ensure_tiny(str(tmp_path / "own")) == paths
+    assert os.path.getmtime(os.path.join(paths["model"], "model.safetensors")) == before
+    assert "a build with its own settings, used as it is" in capsys.readouterr().out
+
+
+def test_ensure_tiny_rebuilds_a_default_build_made_by_an_older_recipe(tmp_path, monkeypatch):
+    """The default task and model with another warm start (here none, as an older recipe might have left) get the
+    default build: the task's warm-start target."""
+    import rlvr_recipes.tiny_task.build as tiny_build
+    from rlvr_recipes.launch.cpu_run import WARM_START_TARGET, ensure_tiny
+
+    tiny_build.build(str(tmp_path / "old"))
+    calls = []
+    monkeypatch.setattr(tiny_build, "build", lambda out, *a, **kw: calls.append((out, a, kw)) or {})
+    ensure_tiny(str(tmp_path / "old"))
+    (out, args, kwargs), = calls
+    assert out == str(tmp_path / "old") and kwargs["warm_start_target"] == WARM_START_TARGET
+
+
+def test_ensure_tiny_refuses_a_build_of_another_task(tmp_path):
+    import json
+
+    from rlvr_recipes.launch.cpu_run import ensure_tiny
+
+    (tmp_path / "cd").mkdir()
+    (tmp_path / "cd" / "build.json").write_text(json.dumps({"task": {"name": "countdown"}, "model": {}}))
+    with pytest.raises(ValueError, match=r"cd/build.json holds a build of the countdown task, not of addition"):
+        ensure_tiny(str(tmp_path / "cd"))
+
+
 # ---------------------------------------------------------------------------------------------- reward
 
 

@@ -1,13 +1,17 @@
 """Learning regression check: the default CPU run (the README's first command: GRPO, 20 steps on the tiny addition
 task, seed 0, every other setting as shipped) must still learn.
 
-The band it is held to was measured on the 2-core machine with these settings (docs/cpu.md, "Measured with the final
-default"): eight runs (seeds 0, 1, 2 and five repeats of seed 0), held-out greedy accuracy 0.56 at step 0 and
-0.81-0.86 at step 20, a rise of +0.25 to +0.30 in every run. The thresholds sit below that band with room for the
-run-to-run spread of a CPU run (thread scheduling changes the reduction order): step 20 at least 0.72 and a rise of
-at least +0.15, i.e. about 0.1 under the lowest run measured. A change that breaks learning (a sign error in an
-advantage, a loss that no longer reaches the optimizer, a reward that scores everything 0) falls far below both:
-without updates the accuracy stays at 0.56.
+What is checked is the rise of the held-out greedy accuracy (100 problems) averaged over the run's two later
+validations, steps 10 and 20, against step 0. One validation alone swings by up to 0.1 from one to the next (0.64 ->
+0.76 -> 0.65 in one run), so the mean of two is the steadier figure. The band was measured on the 2-core machine
+with the shipped settings (docs/cpu.md, "The learning regression check"), nine runs from two builds of the warm
+start (the build differs from one CPU to another: floating-point reductions change the warm start's trajectory):
+
+- build at greedy 0.58 (2 threads), seeds 0-4 and seed 0 again: rises +0.13, +0.085, +0.11, +0.065, +0.06, +0.13;
+- build at greedy 0.64 (1 thread), seeds 0-2: +0.065, +0.155, +0.085.
+
+The threshold, +0.03, is half the lowest run measured. A change that breaks learning falls below it: without
+updates the greedy accuracy stays exactly where it started (a rise of 0), a sign error in an advantage lowers it.
 """
 
 from __future__ import annotations
@@ -23,12 +27,21 @@ from rlvr_recipes.launch.cpu_plot import read_metrics, val_accuracy
 from tests.test_e2e_cpu import ROOT, TINY_DIR, tiny  # noqa: F401  (tiny: the shared fixture that builds runs/tiny)
 
 STEPS = 20
-MIN_FINAL = 0.72
-MIN_RISE = 0.15
-
-pytestmark = pytest.mark.e2e
+LATER_VALIDATIONS = (10, 20)
+MIN_MEAN_RISE = 0.03
 
 
+def mean_rise(curve: dict[int, float], later: tuple[int, ...] = LATER_VALIDATIONS) -> float:
+    """Mean held-out accuracy at the ``later`` steps minus the accuracy at step 0."""
+    return sum(curve[s] for s in later) / len(later) - curve[0]
+
+
+def test_mean_rise_by_hand():
+    assert mean_rise({0: 0.64, 10: 0.76, 20: 0.65}) == pytest.approx(0.065)
+    assert mean_rise({0: 0.58, 10: 0.58, 20: 0.58}) == 0.0
+
+
+@pytest.mark.e2e
 def test_default_grpo_run_reaches_the_measured_band(tiny: str, tmp_path):  # noqa: F811
     out = tmp_path / "grpo"
     proc = subprocess.run([sys.executable, "-m", "rlvr_recipes.launch.cpu_run", "train", "grpo", "--steps", str(STEPS),
@@ -36,9 +49,12 @@ def test_default_grpo_run_reaches_the_measured_band(tiny: str, tmp_path):  # noq
                           timeout=1500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     curve = dict(val_accuracy(read_metrics(os.path.join(out, "metrics.jsonl"))))
-    assert 0 in curve and STEPS in curve, f"held-out accuracy at steps {sorted(curve)}, expected 0 and {STEPS}"
-    start, end = curve[0], curve[STEPS]
-    print(f"held-out greedy accuracy {start:.3f} -> {end:.3f} ({end - start:+.3f}) over {STEPS} steps")
-    assert end >= MIN_FINAL and end - start >= MIN_RISE, (
-        f"the default GRPO run no longer learns as measured: held-out accuracy {start:.3f} -> {end:.3f} "
-        f"(wanted >= {MIN_FINAL} and a rise >= +{MIN_RISE}; the measured band is 0.81-0.86, +0.25..+0.30)")
+    wanted = (0, *LATER_VALIDATIONS)
+    assert set(wanted) <= set(curve), f"held-out accuracy at steps {sorted(curve)}, expected {wanted}"
+    rise = mean_rise(curve)
+    print(f"held-out greedy accuracy {' -> '.join(f'{curve[s]:.3f}' for s in wanted)} at steps {wanted}: "
+          f"mean of steps {LATER_VALIDATIONS} {rise:+.3f} over step 0")
+    assert rise >= MIN_MEAN_RISE, (
+        f"the default GRPO run no longer learns as measured: held-out accuracy "
+        f"{' -> '.join(f'{curve[s]:.3f}' for s in wanted)} at steps {wanted}, mean rise {rise:+.3f} "
+        f"(wanted >= +{MIN_MEAN_RISE}; nine measured runs gave +0.06..+0.155)")

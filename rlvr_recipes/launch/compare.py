@@ -665,6 +665,8 @@ def publish_report(out: str, doc: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from rlvr_recipes.launch.cpu_run import TINY_DIR_HELP
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
     parser.add_argument("--seeds", type=int, default=3)
@@ -672,7 +674,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", default=os.path.join(runs_dir(), "compare"))
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
     parser.add_argument("--task", default="addition", help="embedded task: addition or countdown (docs/lab.md)")
-    parser.add_argument("--tiny-dir", default=None)
+    parser.add_argument("--tiny-dir", default=None, help=TINY_DIR_HELP)
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: write the report from the runs finished so far")
     parser.add_argument("--publish", metavar="DOC", default=None,
