@@ -7,10 +7,11 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
-#   make lab         the package's six methods x 3 seeds on the CPU lab's countdown task (runs/lab, ~2 h on 2 cores);
+#   make lab         the package's six methods and the off-policy GRPO / GRPO-N pair x 3 seeds on the CPU lab's
+#                    countdown task (runs/lab, ~2 h 40 min on 2 cores);
 #                    writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run
 #                    reproduces the committed one
-#   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~2.5 h more); the runs
+#   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~2 h more); the runs
 #                    make lab finished are kept and not trained again
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
@@ -82,10 +83,11 @@ quickstart:
 compare: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --out runs/compare
 
-# the package's six methods (docs/lab.md); each run of 50 steps takes about 6 min on 2 cores
-LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n
-# the baselines the papers compare with, and GRPO / GRPO-N with 4 mini-batches a batch (off-policy)
-LAB_BASELINES ?= clip_cov,gspo,gspo_n,grpo_4mb,grpo_n_4mb,dapo,drgrpo,w_reinforce
+# the package's six methods and the off-policy ablation of GRPO-N (GRPO and GRPO-N with 4 mini-batches a batch;
+# docs/lab.md); each run of 50 steps takes about 6 min on 2 cores
+LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb
+# the baselines the papers compare with
+LAB_BASELINES ?= clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
 LAB_ARGS ?= --seeds 3 --steps 50 --passk-samples 64
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab \
