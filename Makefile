@@ -71,8 +71,16 @@ lock: $(STAMP)
 
 setup: $(STAMP)
 
+# The e2e tests (verl's trainer runs, one at a time: about 1.4 of 2 cores) in the foreground; the other tests beside
+# them on the spare core, their output printed when both are done. The exit status is non-zero if either failed.
 test: $(STAMP)
-	$(PY) -m pytest -q -ra --durations=15
+	@echo "$(PY) -m pytest -q -ra --durations=5 -m 'not e2e'  (beside the e2e tests; output in $(VENV)/test-not-e2e.log)"
+	@echo "$(PY) -m pytest -q -ra --durations=15 -m e2e"
+	@$(PY) -m pytest -q -ra --durations=5 -m "not e2e" > $(VENV)/test-not-e2e.log 2>&1 & other=$$!; \
+	$(PY) -m pytest -q -ra --durations=15 -m e2e; e2e=$$?; \
+	wait $$other; rest=$$?; \
+	echo "== the tests not marked e2e (exit $$rest):"; cat $(VENV)/test-not-e2e.log; \
+	echo "== e2e tests: exit $$e2e; the others: exit $$rest"; test $$e2e -eq 0 && test $$rest -eq 0
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -ra -m "not e2e"

@@ -1,4 +1,5 @@
-"""rlvr_recipes.launch.compare: the pieces by hand, and one real comparison (2 methods x 1 seed x 2 steps) on verl's trainer."""
+"""rlvr_recipes.launch.compare: the pieces by hand, and one real comparison (2 methods x 1 seed x 2 steps) on verl's trainer
+on a small build of the countdown task."""
 
 from __future__ import annotations
 
@@ -104,20 +105,46 @@ def test_claims_read_the_runs():
     assert "grpo_n keeps entropy above grpo" not in out  # no grpo_n runs
 
 
+def small_countdown_build(out: str) -> None:
+    """A small build of the lab's countdown task: the lab's model, 100 warm-start steps instead of 850, 64 training
+    and 32 held-out prompts, 8 reference rewards a prompt for AAPO's groups of 8 (the lab's build takes 4-7 min)."""
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, build
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    spec = CountdownSpec(train_size=64, test_size=32, warm_start_size=1000, warm_start_steps=100)
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    build(out, COUNTDOWN_MODEL, spec, warm_start_target=0.3, ref_samples=8, ref_settings=settings)
+
+
 @pytest.mark.e2e
-def test_compare_two_methods_one_seed(tmp_path):
+def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
+    """One real comparison on verl's trainer in one Ray cluster: GRPO and AAPO (which reads the build's reference
+    cache), 1 seed x 2 steps, on a small countdown build that ``--tiny-dir`` uses as it is; then resuming, a resume
+    with other settings, and ``--report-only``."""
+    small_countdown_build(str(tmp_path / "tiny"))
     out = tmp_path / "cmp"
-    cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,grpo_n", "--seeds", "1", "--steps", "2",
-           "--passk-samples", "4", "--out", str(out)]
+    cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps", "2",
+           "--passk-samples", "4", "--task", "countdown", "--tiny-dir", str(tmp_path / "tiny"), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "[compare] run 2/2: grpo_n seed 0: done" in proc.stdout
+    assert "a build with its own settings, used as it is" in proc.stdout, proc.stdout[-2000:]
+    assert "[compare] run 2/2: aapo seed 0: done" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["table"]) == {"grpo", "grpo_n"}
-    for method in ("grpo", "grpo_n"):
-        done = json.loads((out / "runs" / method / "seed0" / "done.json").read_text())
+    assert set(summary["table"]) == {"grpo", "aapo"}
+    for method in ("grpo", "aapo"):
+        run_dir = out / "runs" / method / "seed0"
+        done = json.loads((run_dir / "done.json").read_text())
         assert set(done["passk_end"]) == {"1", "2", "4"}
         assert 0.0 <= done["passk_end"]["1"] <= done["passk_end"]["4"] <= 1.0
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+        assert sorted({row["step"] for row in rows if "critic/score/mean" in row["data"]}) == [1, 2]
+        data = {k: v for row in rows for k, v in row["data"].items()}
+        assert any(k.startswith("val-core/countdown/") for k in data), sorted(data)[:20]
+        assert 0.0 <= data["critic/score/mean"] <= 1.0
+        assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
+    assert "aapo/margin_mean" in data  # AAPO drew its reference rewards from the cache
     report = (out / "report.md").read_text()
     assert report.index("![curves]") < report.index("| method |") < report.index("| claim |")
     for png in ("curves.png", "passk.png", "acr_vs_group_size.png"):
@@ -137,7 +164,7 @@ def test_compare_two_methods_one_seed(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "training" not in proc.stdout
     report = (out / "report.md").read_text()
-    assert "**Partial report**: 2 run(s) not finished yet: grpo seed 1, grpo_n seed 1." in report
+    assert "**Partial report**: 2 run(s) not finished yet: grpo seed 1, aapo seed 1." in report
     assert not (out / "runs" / "grpo" / "seed1").exists()
 
 

@@ -236,6 +236,29 @@ def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
     assert metrics["acr/acr"] == 0.0 and metrics["acr/reward_mean"] == pytest.approx(0.25)
 
 
+@pytest.mark.parametrize(
+    "estimator, expected",
+    [  # the group [1, 0, 0, 0]: GRPO's advantages [1.5, -0.5, -0.5, -0.5], p = 1/4 (tests/test_estimators.py)
+        ("agrae_pos_dominant", [15.0, -0.5, -0.5, -0.5]),  # beta * A_pos, beta = 10
+        ("agrae_neg_dominant", [0.15, -0.5, -0.5, -0.5]),  # A_pos / beta
+        ("agrae_hard_focused", [1.5, -0.5, -0.5, -0.5]),  # gamma * A / sqrt(p), gamma = 0.5
+        ("agrae_easy_focused", [0.75 / math.sqrt(0.75)] + [-0.25 / math.sqrt(0.75)] * 3),  # gamma * A / sqrt(1 - p)
+        ("grpo_pos_only", [1.5, 0.0, 0.0, 0.0]),
+    ],
+)
+def test_trainer_runs_each_variant_by_its_name(monkeypatch, estimator, expected):
+    """The variants whose real trainer runs are opt-in (tests/test_e2e_cpu.py, RLVR_E2E_ALL=1): the trainer's
+    advantage step, given only ``algorithm.adv_estimator``, writes each one's advantages on every token."""
+    lengths = [2, 3, 1, 2]
+    trainer, meta, calls, store = _trainer_on_fake_tq(monkeypatch, lengths, [1.0, 0.0, 0.0, 0.0], estimator, step=1)
+    metrics = {}
+    assert trainer._compute_advantage(meta, metrics) == "put"
+    adv = store["fields"]["advantages"].unbind()
+    assert [a.numel() for a in adv] == lengths
+    assert [a.tolist() for a in adv] == [pytest.approx([e] * n, rel=1e-5) for e, n in zip(expected, lengths)]
+    assert metrics["acr/acr"] == 0.0
+
+
 def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeypatch):
     """For adv_estimator=aapo the extension also fetches ``extra_info`` (stored with each response by verl's agent
     loop) and pairs each response with a draw from the prompt's cache: the same advantages as advantage_step on a

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from rlvr_recipes import CONFIG_DIR, IMPORT_ROOT, runs_dir
@@ -249,7 +249,8 @@ def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition") -> dict[
         ValueError: ``tiny_dir`` holds a build of another task (naming its ``build.json``).
     """
     from rlvr_recipes.reward.reference import reference_settings
-    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build
+    from rlvr_recipes.tiny_task.build import (COUNTDOWN_MODEL, TinyModelSpec, build, build_settings,
+                                              task_from_settings)
     from rlvr_recipes.tiny_task.countdown import CountdownSpec
     from rlvr_recipes.tiny_task.task import TaskSpec
 
@@ -265,14 +266,12 @@ def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition") -> dict[
     if os.path.exists(stamp_path):
         with open(stamp_path) as f:
             stamp = json.load(f)
-        stamp_task = dict(stamp.get("task", {}))
-        kind = stamp_task.pop("name", "addition")
+        kind, own_task = task_from_settings(stamp)
         if kind != task:
             raise ValueError(f"{stamp_path} holds a build of the {kind} task, not of {task}: pass --task {kind}, "
                              "or another --tiny-dir")
-        defaults = json.loads(json.dumps({"model": asdict(model), "task": asdict(task_spec)}))
-        if {"model": stamp.get("model"), "task": stamp_task} != defaults:
-            own_task = CountdownSpec(**stamp_task) if task == "countdown" else TaskSpec(**stamp_task)
+        defaults = build_settings(model, task_spec)
+        if (stamp["model"], stamp["task"]) != (defaults["model"], defaults["task"]):
             print(f"[tiny] {tiny_dir}: a build with its own settings, used as it is", flush=True)
             return build(tiny_dir, TinyModelSpec(**stamp["model"]), own_task,
                          warm_start_target=stamp["warm_start_target"], ref_samples=stamp["ref_samples"],

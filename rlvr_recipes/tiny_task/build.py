@@ -34,7 +34,7 @@ from typing import Any, Optional, Union
 
 from rlvr_recipes.tiny_task import countdown
 from rlvr_recipes.tiny_task.countdown import CountdownSpec
-from rlvr_recipes.tiny_task.task import TaskSpec, addition_problems, prompt_text
+from rlvr_recipes.tiny_task.task import WARM_START_EVAL_EVERY, TaskSpec, addition_problems, prompt_text
 
 DATA_SOURCE = "arithmetic/addition"
 COUNTDOWN_SOURCE = "countdown"
@@ -58,11 +58,6 @@ class TinyModelSpec:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 64
 
-
-#: Steps between the addition warm start's checks of its stopping rule. Every 100 steps overshot the target by up to
-#: one sharp rise of the curve: the same seed stopped at 400 steps (held-out greedy 0.56) on one CPU and at 500 (0.79)
-#: on another, whose floating-point reductions differ. Every 10 steps stops within a few points of the target.
-WARM_START_EVAL_EVERY = 10
 
 #: The countdown task's model: 1.1M parameters (hidden 128, 4 layers). Chosen by measurement (docs/lab.md): the
 #: 4.2M-parameter model learned the training answers faster and generalised less.
@@ -228,6 +223,39 @@ def tiny_paths(out: str) -> dict[str, str]:
     }
 
 
+def build_settings(
+    model: TinyModelSpec,
+    task: Union[TaskSpec, CountdownSpec],
+    warm_start_target: float = 0.0,
+    ref_samples: int = 8,
+    ref_settings: Optional[dict] = None,
+) -> dict[str, Any]:
+    """The settings a build records in its ``build.json`` stamp, as the stamp reads back (tuples become lists).
+
+    The countdown task is marked by ``task["name"] == "countdown"`` (:func:`task_from_settings` reads it back).
+    """
+    settings: dict[str, Any] = {
+        "model": asdict(model),
+        "task": {"name": "countdown", **asdict(task)} if isinstance(task, CountdownSpec) else asdict(task),
+        "warm_start_target": warm_start_target,
+        "ref_samples": ref_samples if warm_start_target > 0 else 0,
+        "version": 1,
+    }
+    if warm_start_target > 0 and not isinstance(task, CountdownSpec):
+        # how often the stopping rule is checked (builds made when it was every 100 steps are rebuilt)
+        settings["warm_start_eval_every"] = WARM_START_EVAL_EVERY
+    if ref_settings is not None and warm_start_target > 0 and ref_samples > 0:
+        settings["ref_settings"] = ref_settings
+    return json.loads(json.dumps(settings))
+
+
+def task_from_settings(settings: dict[str, Any]) -> tuple[str, Union[TaskSpec, CountdownSpec]]:
+    """``(kind, spec)`` of the task recorded by :func:`build_settings` (``kind``: "addition" or "countdown")."""
+    fields = dict(settings["task"])
+    kind = fields.pop("name", "addition")
+    return kind, CountdownSpec(**fields) if kind == "countdown" else TaskSpec(**fields)
+
+
 def build(
     out: str,
     model: TinyModelSpec = TinyModelSpec(),
@@ -248,19 +276,7 @@ def build(
     """
     out = os.path.abspath(out)
     stamp_path = os.path.join(out, "build.json")
-    settings = {
-        "model": asdict(model),
-        "task": {"name": "countdown", **asdict(task)} if isinstance(task, CountdownSpec) else asdict(task),
-        "warm_start_target": warm_start_target,
-        "ref_samples": ref_samples if warm_start_target > 0 else 0,
-        "version": 1,
-    }
-    if warm_start_target > 0 and not isinstance(task, CountdownSpec):
-        # how often the stopping rule is checked (builds made when it was every 100 steps are rebuilt)
-        settings["warm_start_eval_every"] = WARM_START_EVAL_EVERY
-    if ref_settings is not None and warm_start_target > 0 and ref_samples > 0:
-        settings["ref_settings"] = ref_settings
-    settings = json.loads(json.dumps(settings))  # as the stamp reads back (tuples become lists)
+    settings = build_settings(model, task, warm_start_target, ref_samples, ref_settings)
     paths = tiny_paths(out)
     if not force and os.path.exists(stamp_path):
         with open(stamp_path) as f:
@@ -287,7 +303,7 @@ def build(
     elif warm_start_target > 0:
         from rlvr_recipes.tiny_task.warmstart import warm_start
 
-        result = warm_start(paths["model"], task, target_acc=warm_start_target, eval_every=WARM_START_EVAL_EVERY)
+        result = warm_start(paths["model"], task, target_acc=warm_start_target)
         print(f"[tiny] warm start: {result['steps']} supervised steps, test accuracy (one sample, T=1) "
               f"{result['test_acc_sampled_before']:.2f} -> {result['test_acc_sampled']:.2f}, greedy "
               f"{result['test_acc_greedy']:.2f}", flush=True)

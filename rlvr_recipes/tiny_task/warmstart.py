@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from rlvr_recipes.tiny_task import countdown
-from rlvr_recipes.tiny_task.task import TaskSpec, addition_problems, prompt_text
+from rlvr_recipes.tiny_task.task import WARM_START_EVAL_EVERY, TaskSpec, addition_problems, prompt_text
 
 
 def encode_examples(tokenizer: Any, examples: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,7 +66,8 @@ def sampled_accuracy(model: Any, tokenizer: Any, pairs: list[tuple[int, int]], t
 
 
 def warm_start(model_dir: str, task: TaskSpec, max_steps: int = 3000, target_acc: float = 0.3,
-               batch_size: int = 128, lr: float = 3e-3, eval_every: int = 10, seed: int = 0) -> dict[str, float]:
+               batch_size: int = 128, lr: float = 3e-3, eval_every: int = WARM_START_EVAL_EVERY,
+               seed: int = 0) -> dict[str, float]:
     """Train the model in ``model_dir`` on ``task``'s training split until it is right ``target_acc`` of the time.
 
     Teacher-forced cross-entropy on the answer and end-of-sequence tokens, AdamW, batches drawn from the training
