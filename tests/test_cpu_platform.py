@@ -173,6 +173,24 @@ def test_ensure_tiny_refuses_a_build_of_another_task(tmp_path):
         ensure_tiny(str(tmp_path / "cd"))
 
 
+def test_build_settings_read_back_the_task_they_record():
+    import json
+
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build_settings, task_from_settings
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+    from rlvr_recipes.tiny_task.task import TaskSpec
+
+    addition = build_settings(TinyModelSpec(), TaskSpec(train_size=450), warm_start_target=0.45)
+    assert task_from_settings(json.loads(json.dumps(addition))) == ("addition", TaskSpec(train_size=450))
+    assert addition["warm_start_eval_every"] == 10 and addition["ref_samples"] == 8
+    countdown = build_settings(COUNTDOWN_MODEL, CountdownSpec(train_size=64), warm_start_target=0.3, ref_samples=2)
+    kind, spec = task_from_settings(countdown)
+    assert kind == "countdown" and spec.train_size == 64 and "warm_start_eval_every" not in countdown
+    # what it reads back records the same settings again (the stamp's tuples are lists on both sides)
+    assert build_settings(COUNTDOWN_MODEL, spec, 0.3, 2) == countdown
+    assert build_settings(TinyModelSpec(), TaskSpec())["ref_samples"] == 0  # no warm start, no reference cache
+
+
 # ---------------------------------------------------------------------------------------------- reward
 
 
