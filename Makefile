@@ -8,8 +8,8 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
-#   make lab         the package's six methods and the off-policy GRPO / GRPO-N pair x 3 seeds on the CPU lab's
-#                    countdown task (runs/lab, ~2 h 40 min on 2 cores);
+#   make lab         the package's six methods and the off-policy GRPO / GRPO-N pair x 5 seeds on the CPU lab's
+#                    countdown task (runs/lab, ~4 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~2 h 30 min);
 #                    writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run
 #                    reproduces the committed one
 #   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~2 h more); the runs
@@ -97,7 +97,7 @@ compare: $(STAMP)
 LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb
 # the baselines the papers compare with
 LAB_BASELINES ?= clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
-LAB_ARGS ?= --seeds 3 --steps 50 --passk-samples 64
+LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab \
 		--publish docs/lab.md

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
 from omegaconf import OmegaConf
+
+
+# The named variants on the group [1, 0, 0, 0] (p = 1/4), worked out by hand from GRPO's advantages
+# [1.5, -0.5, -0.5, -0.5]: A-GRAE's Table 1 controls (paper 001, beta = 10, gamma = 0.5) and GRPO-N's positive-only
+# control (paper 004). tests/test_estimators.py checks them on the estimators, tests/test_trainer_step.py through
+# the trainer's advantage step by name.
+VARIANTS_ON_1000: dict[str, list[float]] = {
+    "agrae_pos_dominant": [15.0, -0.5, -0.5, -0.5],  # beta * A_pos
+    "agrae_neg_dominant": [0.15, -0.5, -0.5, -0.5],  # A_pos / beta
+    "agrae_hard_focused": [0.5 * 1.5 / 0.5, -0.5, -0.5, -0.5],  # gamma * A / sqrt(p)
+    "agrae_easy_focused": [0.5 * 1.5 / math.sqrt(0.75)] + [-0.25 / math.sqrt(0.75)] * 3,  # gamma * A / sqrt(1 - p)
+    "grpo_pos_only": [1.5, 0.0, 0.0, 0.0],  # the negative advantages dropped
+}
 
 
 def batch(groups: Sequence[Sequence[float]], length: int = 3) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:

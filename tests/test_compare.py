@@ -13,6 +13,7 @@ import pytest
 
 from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
                                          passk_curve, publish_report, series, welch_test, PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.cpu_plot import read_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -138,9 +139,9 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
         done = json.loads((run_dir / "done.json").read_text())
         assert set(done["passk_end"]) == {"1", "2", "4"}
         assert 0.0 <= done["passk_end"]["1"] <= done["passk_end"]["4"] <= 1.0
-        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
-        assert sorted({row["step"] for row in rows if "critic/score/mean" in row["data"]}) == [1, 2]
-        data = {k: v for row in rows for k, v in row["data"].items()}
+        steps = read_metrics(str(run_dir / "metrics.jsonl"))
+        assert sorted(s for s, d in steps.items() if "critic/score/mean" in d) == [1, 2]
+        data = {k: v for s in sorted(steps) for k, v in steps[s].items()}
         assert any(k.startswith("val-core/countdown/") for k in data), sorted(data)[:20]
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums

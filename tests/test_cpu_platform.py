@@ -184,8 +184,10 @@ def test_build_settings_read_back_the_task_they_record():
     assert task_from_settings(json.loads(json.dumps(addition))) == ("addition", TaskSpec(train_size=450))
     assert addition["warm_start_eval_every"] == 10 and addition["ref_samples"] == 8
     countdown = build_settings(COUNTDOWN_MODEL, CountdownSpec(train_size=64), warm_start_target=0.3, ref_samples=2)
-    kind, spec = task_from_settings(countdown)
+    kind, spec = task_from_settings(json.loads(json.dumps(countdown)))
     assert kind == "countdown" and spec.train_size == 64 and "warm_start_eval_every" not in countdown
+    assert spec == CountdownSpec(train_size=64) and spec.sizes == (3, 4)  # the stamp's JSON lists read back as tuples
+    hash(spec)
     # what it reads back records the same settings again (the stamp's tuples are lists on both sides)
     assert build_settings(COUNTDOWN_MODEL, spec, 0.3, 2) == countdown
     assert build_settings(TinyModelSpec(), TaskSpec())["ref_samples"] == 0  # no warm start, no reference cache

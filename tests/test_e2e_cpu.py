@@ -76,16 +76,16 @@ def tiny() -> str:
     return TINY_DIR
 
 
+def _skipped(item: pytest.Item) -> bool:
+    """Whether a ``skip`` mark, or a ``skipif`` mark whose condition is True, skips ``item``."""
+    return any(m.name == "skip" or (m.name == "skipif" and m.args and m.args[0] is True) for m in item.iter_markers())
+
+
 def _selected_methods(session: pytest.Session) -> list[str]:
-    """The methods of :func:`test_method_trains` that pytest kept after ``-k``/``-m`` selection, in order."""
-    chosen = []
-    for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        if item.originalname == "test_method_trains" and callspec is not None:
-            method = callspec.params["method"]
-            if method not in VARIANTS or ALL_VARIANTS:
-                chosen.append(method)
-    return chosen
+    """The methods of :func:`test_method_trains` that pytest kept after ``-k``/``-m`` selection and will not skip
+    (the variants without ``RLVR_E2E_ALL=1``), in order."""
+    return [item.callspec.params["method"] for item in session.items
+            if item.originalname == "test_method_trains" and hasattr(item, "callspec") and not _skipped(item)]
 
 
 @pytest.fixture(scope="module")

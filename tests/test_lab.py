@@ -109,3 +109,10 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     assert not set(methods) & set(baselines)
     assert "--publish docs/lab.md" in makefile
     _publish_target(os.path.join(root, "docs", "lab.md"))
+    # the committed report was made by this command: its methods and its seeds, steps and pass@k samples
+    args = re.search(r"^LAB_ARGS \?= (.+)$", makefile, re.M).group(1).split()
+    with open(os.path.join(root, "docs", "lab.md")) as f:
+        published = re.search(r"^`python -m rlvr_recipes\.launch\.compare (.+?)`", f.read(), re.M).group(1).split()
+    assert published[published.index("--methods") + 1] == ",".join(methods)
+    for key in ("--seeds", "--steps", "--passk-samples"):
+        assert published[published.index(key) + 1] == args[args.index(key) + 1], key

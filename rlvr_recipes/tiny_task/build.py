@@ -251,7 +251,7 @@ def build_settings(
 
 def task_from_settings(settings: dict[str, Any]) -> tuple[str, Union[TaskSpec, CountdownSpec]]:
     """``(kind, spec)`` of the task recorded by :func:`build_settings` (``kind``: "addition" or "countdown")."""
-    fields = dict(settings["task"])
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in settings["task"].items()}  # JSON lists -> tuples
     kind = fields.pop("name", "addition")
     return kind, CountdownSpec(**fields) if kind == "countdown" else TaskSpec(**fields)
 
