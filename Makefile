@@ -9,11 +9,11 @@
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make lab         the package's six methods and the off-policy GRPO / GRPO-N pair x 5 seeds on the CPU lab's
-#                    countdown task (runs/lab, ~4 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~2 h 30 min);
+#                    countdown task (runs/lab, ~3 h 45 min on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~2 h 30 min);
 #                    writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run
 #                    reproduces the committed one
-#   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~2 h more); the runs
-#                    make lab finished are kept and not trained again
+#   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~2 h 45 min more);
+#                    the runs make lab finished are kept and not trained again
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 

@@ -26,6 +26,8 @@ import time
 import psutil
 import pytest
 
+from tests.helpers import VARIANTS_ON_1000
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_DIR = os.path.join(ROOT, "runs", "tiny")  # shared with rlvr_recipes/launch/quickstart.sh: built once
 STEPS = 2
@@ -37,7 +39,7 @@ VERL_BASELINES = ["grpo", "drgrpo", "dapo", "gspo", "agrae_dapo"]
 #: A-GRAE's Table 1 controls and GRPO-N's positive-only control: the code of ``agrae`` and ``grpo_n`` with other
 #: constants. Their numbers are checked by hand (tests/test_estimators.py) and through the trainer's advantage step by
 #: name (tests/test_trainer_step.py); their real trainer runs (about 4 minutes more) are opt-in: RLVR_E2E_ALL=1.
-VARIANTS = ["agrae_pos_dominant", "agrae_neg_dominant", "agrae_hard_focused", "agrae_easy_focused", "grpo_pos_only"]
+VARIANTS = list(VARIANTS_ON_1000)
 ALL_VARIANTS = os.environ.get("RLVR_E2E_ALL") == "1"
 QUICK = {"grpo", "avspo", "cw_grpo"}
 METHODS = VERL_BASELINES + PACKAGE_ESTIMATORS + PACKAGE_LOSSES + VARIANTS
