@@ -9,6 +9,11 @@ pass@1 / pass@8 / pass@k-max (mean and std over seeds), pass@1's change from the
 GRPO by Welch's t-test over seeds (the comparison's own test, :func:`rlvr_recipes.launch.compare.welch_test`).
 
     python benchmarks/lab_fresh_prompts.py --json benchmarks/lab_fresh_prompts.json   # ~30 s per model on 2 cores
+
+With ``--keep`` the runs (and the warm start) already scored in ``--json`` by a command with the same ``--out``,
+``--fresh``, ``--fresh-seed`` and ``--samples`` are kept and only the runs finished since are scored. The pairs of
+the report's claims (:data:`CLAIM_PAIRS`: each method against the baseline its paper compares with) are tested on
+the figure each claim is about.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -28,6 +34,11 @@ from rlvr_recipes.launch.compare import RunSpec, welch_test
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
+#: (method, its baseline, figure, paper): the pairs of the lab's claims about learning (launch.compare.claims), the
+#: exploration claims on large-k pass@k, CW-GRPO's on accuracy (pass@1 here)
+CLAIM_PAIRS = (("agrae", "grpo", "pass@max", "001 Sec. 5"), ("grpo_n", "grpo", "pass@max", "004 Sec. 4"),
+               ("gspo_n", "gspo", "pass@max", "004 Sec. 4"), ("grpo_n_4mb", "grpo_4mb", "pass@max", "004 App. B.5"),
+               ("cw_grpo", "grpo", "pass@1", "003 Table 1"), ("cw_grpo", "clip_cov", "pass@1", "003 Table 2"))
 
 
 def figures(props: dict[str, Any]) -> dict[str, float]:
@@ -52,32 +63,68 @@ def finished_runs(out: str) -> dict[str, list[RunSpec]]:
     return runs
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="runs/lab", help="the comparison's folder (default runs/lab)")
     parser.add_argument("--fresh", type=int, default=200, help="new problems (default 200)")
     parser.add_argument("--fresh-seed", type=int, default=1, help="seed of the new problems (default 1)")
     parser.add_argument("--samples", type=int, default=64, help="responses per problem (default 64)")
     parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the scores already in --json (same settings); score only the runs not in it")
+    return parser
+
+
+def kept_scores(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The warm start's and the runs' figures recorded in ``path`` by a command with the same settings as ``args``
+    (read back from the command the file records); ``{}`` when there is no such file.
+
+    Raises:
+        ValueError: the file was written with other settings (named).
+    """
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        recorded = json.load(f)
+    before = build_parser().parse_args(shlex.split(recorded["command"])[2:])
+    for key in ("out", "fresh", "fresh_seed", "samples"):
+        if getattr(before, key) != getattr(args, key):
+            raise ValueError(f"{path} was scored with --{key.replace('_', '-')} {getattr(before, key)}, this command "
+                             f"has {getattr(args, key)}: leave out --keep or write another --json")
+    return {"warm_start": recorded["warm_start"],
+            "runs": {(m, r["seed"]): r for m, rs in recorded["runs"].items() for r in rs}}
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    if args.keep and not args.json:
+        print("error: --keep reads the scores of --json; give --json", file=sys.stderr)
+        return 2
     if not os.path.isdir(os.path.join(args.out, "runs")):
         print(f"error: {args.out}/runs not found: run the comparison first (make lab)", file=sys.stderr)
         return 2
     runs = finished_runs(args.out)
+    try:
+        kept = kept_scores(args.json, args) if args.keep else {}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     t0 = time.monotonic()
     say = lambda s: print(f"[fresh] {s} [{time.monotonic() - t0:.0f} s]", flush=True)  # noqa: E731
     tmp = tempfile.TemporaryDirectory()
     prompts = write_fresh_prompts(os.path.join(tmp.name, "fresh.parquet"), args.fresh, args.fresh_seed)
     model_figures = scorer("countdown", args.samples, prompts=prompts)
     score = lambda model_dir: figures(model_figures(model_dir))  # noqa: E731
-    start = score(None)
-    say("warm start: " + "  ".join(f"{k} {v:.3f}" for k, v in start.items()))
+    start = kept.get("warm_start") or score(None)
+    say(("warm start (kept): " if kept else "warm start: ") + "  ".join(f"{k} {v:.3f}" for k, v in start.items()))
     results: dict[str, list[dict[str, Any]]] = {}
     for method, specs in runs.items():
         for spec in specs:
-            fig = score(spec.final_model)
+            was = kept.get("runs", {}).get((method, spec.seed))
+            fig = {k: was[k] for k in FIGURES} if was else score(spec.final_model)
             results.setdefault(method, []).append({"seed": spec.seed, **fig})
-            say(f"{method} seed {spec.seed}: " + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
+            say(f"{method} seed {spec.seed}{' (kept)' if was else ''}: "
+                + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
 
     table: dict[str, Any] = {}
     print(f"\n{args.fresh} fresh problems (seed {args.fresh_seed}) x {args.samples} samples; warm start pass@1 "
@@ -96,13 +143,23 @@ def main() -> int:
         cell = lambda k: f"{row[k][0]:.3f} +/- {row[k][1]:.3f}"  # noqa: E731
         print(f"{method:<12} {len(rs):>5} {cell('pass@1'):>15} {row['pass@1'][0] - start['pass@1']:>+8.3f} "
               f"{cell('pass@8'):>15} {cell('pass@max'):>15}  {vs}")
+    pairs = []
+    print("\nthe claims' pairs (Welch's t-test over seeds, 95 % interval of the difference)")
+    for method, base, key, source in CLAIM_PAIRS:
+        a, b = ([r[key] for r in results.get(m, [])] for m in (method, base))
+        if len(a) < 2 or len(b) < 2:
+            continue
+        t = welch_test(a, b)
+        pairs.append({"method": method, "baseline": base, "figure": key, "source": source, **t})
+        print(f"{method:<12} vs {base:<9} {key:<9} {t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g} "
+              f"({len(a)} and {len(b)} seeds; {source})")
     print(f"done in {time.monotonic() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"what": f"the warm start and the final model of each run of {args.out} on {args.fresh} fresh "
                                f"countdown problems (seed {args.fresh_seed}) x {args.samples} samples",
                        "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
-                       "warm_start": start, "runs": results, "by_method": table}, f, indent=1)
+                       "warm_start": start, "runs": results, "by_method": table, "claim_pairs": pairs}, f, indent=1)
     return 0
 
 

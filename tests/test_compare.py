@@ -246,3 +246,12 @@ def test_publish_needs_the_markers_and_is_checked_before_any_run(tmp_path, capsy
                  "--publish", str(doc)]) == 2
     assert "lab.md: needs the line" in capsys.readouterr().err
     assert not (tmp_path / "cmp").exists()
+
+
+def test_each_method_of_the_lab_gets_its_own_colour():
+    from rlvr_recipes.launch.compare import method_colors
+
+    lab = "grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce"
+    colors = method_colors(lab.split(","))
+    assert len({tuple(c) for c in colors.values()}) == 14  # tab10 alone repeats its 1st colour at the 11th
+    assert colors["gspo_n"] == (0.0, 0.0, 0.0)

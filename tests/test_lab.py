@@ -3,6 +3,8 @@ and the measured properties of a warm start (rlvr_recipes/launch/task_properties
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -103,9 +105,11 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     estimators, _ = registered()
     for method in methods + baselines:
         assert method_overrides(method, estimators), method
-    # make lab: the package's six methods and the off-policy ablation; make lab-all adds the papers' baselines
+    # make lab: the package's six methods, the off-policy ablation and the baselines a claim is judged against
+    # (Clip-Cov for CW-GRPO, GSPO for GSPO-N); make lab-all adds the papers' other baselines
     assert {"grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "grpo_4mb", "grpo_n_4mb"} <= set(methods)
-    assert {"clip_cov", "gspo", "gspo_n", "dapo", "drgrpo", "w_reinforce"} <= set(baselines)
+    assert {"clip_cov", "gspo", "gspo_n"} <= set(methods)
+    assert {"dapo", "drgrpo", "w_reinforce"} <= set(baselines)
     assert not set(methods) & set(baselines)
     assert "--publish docs/lab.md" in makefile
     _publish_target(os.path.join(root, "docs", "lab.md"))
@@ -116,3 +120,25 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     assert published[published.index("--methods") + 1] == ",".join(methods)
     for key in ("--seeds", "--steps", "--passk-samples"):
         assert published[published.index(key) + 1] == args[args.index(key) + 1], key
+
+
+def test_fresh_prompt_scores_are_kept_only_from_a_command_with_the_same_settings(tmp_path):
+    from benchmarks.lab_fresh_prompts import build_parser, kept_scores
+
+    path = str(tmp_path / "fresh.json")
+    args = build_parser().parse_args(["--json", path, "--keep"])
+    assert kept_scores(path, args) == {}  # nothing scored yet
+    run = {"seed": 3, "pass@1": 0.5, "pass@8": 0.7, "pass@max": 0.8, "at_0": 0.1, "above_0.95": 0.2}
+    record = {"command": f"python benchmarks/lab_fresh_prompts.py --json {path}", "warm_start": {"pass@1": 0.4},
+              "runs": {"gspo": [run]}}
+    with open(path, "w") as f:
+        json.dump(record, f)
+    kept = kept_scores(path, args)
+    assert kept["warm_start"] == {"pass@1": 0.4} and kept["runs"] == {("gspo", 3): run}
+    with pytest.raises(ValueError, match="scored with --samples 64, this command has 256"):
+        kept_scores(path, build_parser().parse_args(["--json", path, "--keep", "--samples", "256"]))
+    record["command"] += " --fresh-seed 2"
+    with open(path, "w") as f:
+        json.dump(record, f)
+    with pytest.raises(ValueError, match="--fresh-seed 2, this command has 1"):
+        kept_scores(path, args)

@@ -515,6 +515,15 @@ def _save(fig: Any, ax: Any, xlabel: str, ylabel: str, path: str) -> None:
     plt.close(fig)
 
 
+def method_colors(methods: Sequence[str]) -> dict[str, Any]:
+    """One colour per method, distinct for up to 18 methods: matplotlib's tab10, then black, then Dark2's (the lab has
+    11 methods, and tab10 alone would draw the 11th in the 1st's colour)."""
+    import matplotlib
+
+    palette = [*matplotlib.colormaps["tab10"].colors, (0.0, 0.0, 0.0), *matplotlib.colormaps["Dark2"].colors[1:]]
+    return {m: palette[i % len(palette)] for i, m in enumerate(methods)}
+
+
 def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]],
                  summary: dict[str, Any]) -> None:
     """curves.png, passk.png, acr_vs_group_size.png, summary.json and report.md under ``out``."""
@@ -523,7 +532,7 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(runs)}
+    colors = method_colors(list(runs))
     own = [(m, key) for m, key in OWN_FIGURES.items() if m in runs]
     panels = CURVES + [(f"{m}: {key}", key) for m, key in own]
     cols = 3
