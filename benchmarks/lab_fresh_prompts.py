@@ -30,15 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import RunSpec, welch_test
+from rlvr_recipes.launch.compare import CW_GRPO_BASELINES, EXPLORATION_CLAIMS, RunSpec, welch_test
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
 #: (method, its baseline, figure, paper): the pairs of the lab's claims about learning (launch.compare.claims), the
 #: exploration claims on large-k pass@k, CW-GRPO's on accuracy (pass@1 here)
-CLAIM_PAIRS = (("agrae", "grpo", "pass@max", "001 Sec. 5"), ("grpo_n", "grpo", "pass@max", "004 Sec. 4"),
-               ("gspo_n", "gspo", "pass@max", "004 Sec. 4"), ("grpo_n_4mb", "grpo_4mb", "pass@max", "004 App. B.5"),
-               ("cw_grpo", "grpo", "pass@1", "003 Table 1"), ("cw_grpo", "clip_cov", "pass@1", "003 Table 2"))
+CLAIM_PAIRS = (*((m, base, "pass@max", source) for m, base, source in EXPLORATION_CLAIMS),
+               *(("cw_grpo", base, "pass@1", source) for base, source in CW_GRPO_BASELINES))
 
 
 def figures(props: dict[str, Any]) -> dict[str, float]:
