@@ -8,12 +8,11 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
-#   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair and the baselines the claims are
-#                    judged against (Clip-Cov, GSPO, GSPO-N) x 5 seeds on the CPU lab's countdown task (runs/lab,
-#                    ~6 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~3 h 30 min); writes the report into
-#                    docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run reproduces the committed one
-#   make lab-all     make lab plus the other baselines the papers compare with (LAB_BASELINES, ~1 h 40 min more);
-#                    the runs make lab finished are kept and not trained again
+#   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair and the papers' baselines (Clip-Cov,
+#                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) x 5 seeds on the CPU lab's countdown task (runs/lab,
+#                    ~8 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~5 h; LAB_METHODS=grpo,cw_grpo
+#                    for some); writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a
+#                    re-run reproduces the committed one; finished runs are kept, an interrupted one resumes
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -33,7 +32,7 @@ VLLM_LOCK := requirements/cpu-vllm.lock
 UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
 	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-all toy bench clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare lab toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -93,19 +92,14 @@ compare: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --out runs/compare
 
 # the package's six methods, the off-policy ablation of GRPO-N (GRPO and GRPO-N with 4 mini-batches a batch) and the
-# baselines of the claims judged against one (Clip-Cov for CW-GRPO, GSPO for GSPO-N; docs/lab.md); each run of 50 steps
-# takes about 6.5 min on 2 cores
-LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n
-# the other baselines the papers compare with (no claim of the report is judged against them)
-LAB_BASELINES ?= dapo,drgrpo,w_reinforce
+# papers' baselines (Clip-Cov for CW-GRPO, GSPO for GSPO-N, W-REINFORCE for 001 Table 2's exploration row; DAPO and
+# Dr.GRPO, which 001 Table 2 also runs; docs/lab.md); each run of 50 steps takes about 6.5 min on 2 cores
+LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
 LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab \
 		--publish docs/lab.md
 	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
-
-lab-all: $(STAMP)
-	$(MAKE) lab LAB_METHODS=$(LAB_METHODS),$(LAB_BASELINES)
 
 toy: $(STAMP)
 	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy

@@ -104,6 +104,13 @@ def test_claims_read_the_runs():
     assert out["gspo_n keeps entropy above gspo"]["verdict"] == "held"
     assert out["gspo_n keeps large-k pass@4 above gspo"]["verdict"] == "held"
     assert "grpo_n keeps entropy above grpo" not in out  # no grpo_n runs
+    # W-REINFORCE's claim is 001 Table 2's, on large-k pass@k only (the table shows no entropy): pass@4 0.6 vs 0.705
+    runs["w_reinforce"] = [_run([0.9] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.60), {2: 0.6}),
+                           _run([0.9] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.61), {2: 0.6})]
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["w_reinforce keeps large-k pass@4 above grpo"]["verdict"] == "did not hold"
+    assert out["w_reinforce keeps large-k pass@4 above grpo"]["source"] == "001 Table 2 (W-REINFORCE row)"
+    assert "w_reinforce keeps entropy above grpo" not in out
 
 
 def small_countdown_build(out: str) -> None:
