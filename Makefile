@@ -8,9 +8,10 @@
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
-#   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair and the papers' baselines (Clip-Cov,
-#                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) x 5 seeds on the CPU lab's countdown task (runs/lab,
-#                    ~8 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds in ~5 h; LAB_METHODS=grpo,cw_grpo
+#   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair, the papers' baselines (Clip-Cov,
+#                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) and 001 Table 2's A-GRAE on DAPO / Dr.GRPO x 5 seeds on
+#                    the CPU lab's countdown task (runs/lab, ~9.5 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds
+#                    in ~6 h; LAB_METHODS=grpo,cw_grpo
 #                    for some); writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a
 #                    re-run reproduces the committed one; finished runs are kept, an interrupted one resumes
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
@@ -93,8 +94,10 @@ compare: $(STAMP)
 
 # the package's six methods, the off-policy ablation of GRPO-N (GRPO and GRPO-N with 4 mini-batches a batch) and the
 # papers' baselines (Clip-Cov for CW-GRPO, GSPO for GSPO-N, W-REINFORCE for 001 Table 2's exploration row; DAPO and
-# Dr.GRPO, which 001 Table 2 also runs; docs/lab.md); each run of 50 steps takes about 6.5 min on 2 cores
-LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
+# Dr.GRPO, which 001 Table 2 also runs), and 001 Table 2's A-GRAE rows beside their bases: A-GRAE on DAPO as 001 ran
+# it (dapo_001: no dynamic sampling, binary reward) and on Dr.GRPO (docs/lab.md); each run of 50 steps takes about
+# 6.5 min on 2 cores, DAPO's with dynamic sampling about 11
+LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce,dapo_001,agrae_dapo_001,agrae_drgrpo
 LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --out runs/lab \

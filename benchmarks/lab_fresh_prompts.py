@@ -35,9 +35,9 @@ from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
 #: (method, its baseline, figure, paper): the pairs of the lab's claims about learning (launch.compare.claims), the
-#: exploration claims on large-k pass@k, CW-GRPO's on accuracy (pass@1 here)
-CLAIM_PAIRS = (*((m, base, "pass@max", source) for m, base, source, figures in EXPLORATION_CLAIMS
-                 if "passk" in figures),
+#: exploration claims on large-k pass@k (and pass@1 where claimed), CW-GRPO's on accuracy (pass@1 here)
+CLAIM_PAIRS = (*((m, base, figure, source) for m, base, source, figures in EXPLORATION_CLAIMS
+                 for name, figure in (("pass1", "pass@1"), ("passk", "pass@max")) if name in figures),
                *(("cw_grpo", base, "pass@1", source) for base, source in CW_GRPO_BASELINES))
 
 

@@ -104,13 +104,28 @@ def test_claims_read_the_runs():
     assert out["gspo_n keeps entropy above gspo"]["verdict"] == "held"
     assert out["gspo_n keeps large-k pass@4 above gspo"]["verdict"] == "held"
     assert "grpo_n keeps entropy above grpo" not in out  # no grpo_n runs
-    # W-REINFORCE's claim is 001 Table 2's, on large-k pass@k only (the table shows no entropy): pass@4 0.6 vs 0.705
+    # W-REINFORCE's claim is 001 Table 2's, on large-k pass@k only (the table shows no entropy): pass@4 0.60/0.61
+    # vs GRPO's 0.70/0.71
     runs["w_reinforce"] = [_run([0.9] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.60), {2: 0.6}),
                            _run([0.9] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.61), {2: 0.6})]
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     assert out["w_reinforce keeps large-k pass@4 above grpo"]["verdict"] == "did not hold"
     assert out["w_reinforce keeps large-k pass@4 above grpo"]["source"] == "001 Table 2 (W-REINFORCE row)"
     assert "w_reinforce keeps entropy above grpo" not in out
+    # A-GRAE on Dr.GRPO (001 Table 2) is judged on pass@1 and on large-k pass@k against Dr.GRPO, not GRPO, and on no
+    # entropy: pass@1 0.55/0.56 vs 0.45/0.46 (held), pass@4 0.70/0.71 vs 0.70/0.71 (no difference)
+    runs["drgrpo"] = [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.45, 0.70), {2: 0.6}),
+                      _run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.46, 0.71), {2: 0.6})]
+    runs["agrae_drgrpo"] = [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.55, 0.70), {2: 0.6}),
+                            _run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.56, 0.71), {2: 0.6})]
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["agrae_drgrpo ends with pass@1 above drgrpo"]["verdict"] == "held"
+    assert "0.555 vs 0.455" in out["agrae_drgrpo ends with pass@1 above drgrpo"]["evidence"]
+    assert out["agrae_drgrpo keeps large-k pass@4 above drgrpo"]["verdict"] == "cannot be judged"
+    assert out["agrae_drgrpo ends with pass@1 above drgrpo"]["source"] == "001 Table 2 (Dr.GRPO + A-GRAE row)"
+    assert "agrae_drgrpo keeps entropy above drgrpo" not in out
+    assert "w_reinforce ends with pass@1 above grpo" not in out  # W-REINFORCE's claim is on large k only
+    assert "agrae_dapo_001 ends with pass@1 above dapo_001" not in out  # no runs of that pair
 
 
 def small_countdown_build(out: str) -> None:
@@ -258,7 +273,8 @@ def test_publish_needs_the_markers_and_is_checked_before_any_run(tmp_path, capsy
 def test_each_method_of_the_lab_gets_its_own_colour():
     from rlvr_recipes.launch.compare import method_colors
 
-    lab = "grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce"
+    lab = ("grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce,"
+           "dapo_001,agrae_dapo_001,agrae_drgrpo")
     colors = method_colors(lab.split(","))
-    assert len({tuple(c) for c in colors.values()}) == 14  # tab10 alone repeats its 1st colour at the 11th
+    assert len({tuple(c) for c in colors.values()}) == 17  # tab10 alone repeats its 1st colour at the 11th
     assert colors["gspo_n"] == (0.0, 0.0, 0.0)

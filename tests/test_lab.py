@@ -53,6 +53,29 @@ def test_countdown_task_overrides_compose_into_the_cpu_config():
         embedded_task("sudoku")
 
 
+def test_lab_runs_001_table_2_pairs_as_001_ran_them():
+    """001 Table 2's "+ A-GRAE" rows in the lab: each differs from its base in the estimator alone; DAPO as 001 ran
+    it (App. C.2): no dynamic sampling, binary reward (no overlong shaping), DAPO's clip-higher and token-mean."""
+    from omegaconf import OmegaConf
+
+    from rlvr_recipes.launch.cpu_run import BASELINES, TASKS, compose
+
+    def config(method):
+        return OmegaConf.to_container(compose([*BASELINES[method], *TASKS["countdown"].overrides]), resolve=False)
+
+    for method, base in (("agrae_dapo_001", "dapo_001"), ("agrae_drgrpo", "drgrpo")):
+        a, b = config(method), config(base)
+        assert (a["algorithm"].pop("adv_estimator"), b["algorithm"].pop("adv_estimator")) == ("agrae", "grpo")
+        assert a == b, method
+    dapo = config("dapo_001")
+    actor = dapo["actor_rollout_ref"]["actor"]
+    assert dapo["algorithm"]["filter_groups"]["enable"] is False
+    assert dapo["reward"]["reward_kwargs"]["overlong_buffer_cfg"]["enable"] is False
+    assert (actor["clip_ratio_low"], actor["clip_ratio_high"], actor["loss_agg_mode"]) == (0.2, 0.28, "token-mean")
+    assert actor["use_kl_loss"] is False
+    assert config("dapo")["algorithm"]["filter_groups"]["enable"] is True  # the lab's DAPO keeps DAPO's own sampling
+
+
 def test_cli_rejects_an_unknown_task(capsys):
     from rlvr_recipes.launch.cpu_run import main
 
@@ -108,6 +131,8 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     # (Clip-Cov for CW-GRPO, GSPO for GSPO-N, GRPO for W-REINFORCE) and the papers' other baselines (DAPO, Dr.GRPO)
     assert {"grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "grpo_4mb", "grpo_n_4mb"} <= set(methods)
     assert {"clip_cov", "gspo", "gspo_n", "dapo", "drgrpo", "w_reinforce"} <= set(methods)
+    # and 001 Table 2's A-GRAE rows on DAPO (as 001 ran it) and on Dr.GRPO, each beside its base
+    assert {"dapo_001", "agrae_dapo_001", "agrae_drgrpo"} <= set(methods)
     assert len(set(methods)) == len(methods)
     assert "--publish docs/lab.md" in makefile
     _publish_target(os.path.join(root, "docs", "lab.md"))
