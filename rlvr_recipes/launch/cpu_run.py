@@ -58,6 +58,10 @@ COUNTDOWN_WARM_START = 0.3
 #: runs; from today's builds they rise +0.01..+0.17 (nine runs). Under 3 minutes on 2 cores (docs/cpu.md).
 DEFAULT_STEPS = 20
 
+#: DAPO as the A-GRAE paper ran it for Table 2 (baseline/dapo_001: no dynamic sampling, binary reward; 001 App. C.2),
+#: on the CPU config's settings (baseline/dapo_001 itself also sets completion 2048, 20 epochs and test_freq 7)
+DAPO_001 = ["baseline=dapo", "algorithm.filter_groups.enable=false",
+            "reward.reward_kwargs.overlong_buffer_cfg.enable=false"]
 #: Baselines: the bodies of rlvr_recipes/configs/baseline/ (and GSPO-N, the GSPO body with the grpo_n estimator).
 BASELINES: dict[str, list[str]] = {
     "grpo": ["baseline=grpo"],
@@ -69,12 +73,9 @@ BASELINES: dict[str, list[str]] = {
     # accuracy; a 3-token overlong buffer (expected length 2) so that 3- and 4-token answers are penalised here
     "agrae_dapo": ["baseline=dapo", "algorithm.adv_estimator=agrae", "algorithm.filter_groups.enable=false",
                    "algorithm.agrae.success_key=acc", "reward.reward_kwargs.overlong_buffer_cfg.len=3"],
-    # DAPO as the A-GRAE paper ran it for Table 2 (baseline/dapo_001: no dynamic sampling, binary reward; 001 App.
-    # C.2), and A-GRAE on it and on Dr.GRPO (001 Table 2's "+ A-GRAE" rows; alpha = 1, base/rlvr.yaml)
-    "dapo_001": ["baseline=dapo", "algorithm.filter_groups.enable=false",
-                 "reward.reward_kwargs.overlong_buffer_cfg.enable=false"],
-    "agrae_dapo_001": ["baseline=dapo", "algorithm.filter_groups.enable=false",
-                       "reward.reward_kwargs.overlong_buffer_cfg.enable=false", "algorithm.adv_estimator=agrae"],
+    # 001's DAPO, and A-GRAE on it and on Dr.GRPO (001 Table 2's "+ A-GRAE" rows; alpha = 1, base/rlvr.yaml)
+    "dapo_001": DAPO_001,
+    "agrae_dapo_001": [*DAPO_001, "algorithm.adv_estimator=agrae"],
     "agrae_drgrpo": ["baseline=drgrpo", "algorithm.adv_estimator=agrae"],
     # GRPO and GRPO-N with 4 policy updates per batch (mini-batches of 4 of the 16 prompts): the ratio of the
     # 004 paper's batch to its mini-batch (1024 / 256, App. B.5), so later updates are off-policy and clipped
