@@ -10,10 +10,10 @@
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair, the papers' baselines (Clip-Cov,
 #                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) and 001 Table 2's A-GRAE on DAPO / Dr.GRPO x 5 seeds on
-#                    the CPU lab's countdown task (runs/lab, ~9.5 h on 2 cores; LAB_ARGS="--seeds 3 ..." for 3 seeds
-#                    in ~6 h; LAB_METHODS=grpo,cw_grpo
-#                    for some); writes the report into docs/lab.md and benchmarks/lab_compare_summary.json, so a
-#                    re-run reproduces the committed one; finished runs are kept, an interrupted one resumes
+#                    the CPU lab's countdown task (runs/lab, ~9.5 h on 2 cores); writes the report into docs/lab.md
+#                    and benchmarks/lab_compare_summary.json, so a re-run reproduces the committed one; finished runs
+#                    are kept, an interrupted one resumes. LAB_ARGS="--seeds 3 ..." runs 3 seeds (~6 h),
+#                    LAB_METHODS=grpo,cw_grpo some of the methods
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 

@@ -36,8 +36,10 @@ from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
 #: (method, its baseline, figure, paper): the pairs of the lab's claims about learning (launch.compare.claims), the
 #: exploration claims on large-k pass@k (and pass@1 where claimed), CW-GRPO's on accuracy (pass@1 here)
-CLAIM_PAIRS = (*((m, base, figure, source) for m, base, source, figures in EXPLORATION_CLAIMS
-                 for name, figure in (("pass1", "pass@1"), ("passk", "pass@max")) if name in figures),
+#: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS); entropy is not measured here
+FIGURE_OF_CLAIM = {"pass1": "pass@1", "passk": "pass@max"}
+CLAIM_PAIRS = (*((m, base, FIGURE_OF_CLAIM[name], source) for m, base, source, figures in EXPLORATION_CLAIMS
+                 for name in FIGURE_OF_CLAIM if name in figures),
                *(("cw_grpo", base, "pass@1", source) for base, source in CW_GRPO_BASELINES))
 
 

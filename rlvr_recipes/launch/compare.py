@@ -479,17 +479,18 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     if "avspo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             _diff_verdict(per_seed("avspo", mean_of("acr/effective_acr")), g(mean_of("acr/effective_acr")), higher=False))
+    # each figure an exploration claim can name: (the claim's wording, the run's value); higher is the claim
+    exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
+        "entropy": ("keeps entropy above", tail_of("actor/entropy")),
+        "pass1": ("ends with pass@1 above", lambda r: r["passk_end"][1]),
+        "passk": (f"keeps large-k pass@{kmax} above", lambda r: r["passk_end"][kmax]),
+    }
     for method, base, source, figures in EXPLORATION_CLAIMS:
         if method in runs and base in runs:
-            b = lambda fn: per_seed(base, fn)  # noqa: E731
-            if "entropy" in figures:
-                add(f"{method} keeps entropy above {base}", source,
-                    _diff_verdict(per_seed(method, tail_of("actor/entropy")), b(tail_of("actor/entropy")), higher=True))
-            for figure, k, claim in (("pass1", 1, f"{method} ends with pass@1 above {base}"),
-                                     ("passk", kmax, f"{method} keeps large-k pass@{kmax} above {base}")):
+            for figure, (wording, per_run) in exploration_figures.items():
                 if figure in figures:
-                    at_k = lambda r, k=k: r["passk_end"][k]  # noqa: E731
-                    add(claim, source, _diff_verdict(per_seed(method, at_k), b(at_k), higher=True))
+                    add(f"{method} {wording} {base}", source,
+                        _diff_verdict(per_seed(method, per_run), per_seed(base, per_run), higher=True))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
