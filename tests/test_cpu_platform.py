@@ -127,6 +127,33 @@ def test_task_splits_are_disjoint_and_scored_by_the_reward(tiny_model):
             assert compute_score("arithmetic/addition", f"{a + b}</s>", rm["ground_truth"]) == 1.0
 
 
+def test_warm_start_reports_every_check_and_a_target_above_one_never_stops(tiny_model, tmp_path):
+    """on_check sees each check (every eval_every steps) with the probe accuracy the stopping rule sees; a target
+    above 1 runs to max_steps, as benchmarks/addition_warm_start_spread.py uses it."""
+    import shutil
+
+    from rlvr_recipes.tiny_task.task import TaskSpec
+    from rlvr_recipes.tiny_task.warmstart import warm_start
+
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(tiny_model["model"], model_dir)
+    seen = []
+    result = warm_start(model_dir, TaskSpec(), max_steps=6, target_acc=2.0, batch_size=8, eval_every=3,
+                        on_check=lambda step, acc, model: seen.append((step, acc, model.training)))
+    assert [s for s, _, _ in seen] == [3, 6] and result["steps"] == 6
+    assert seen[-1][1] == result["train_probe_acc_sampled"] and not any(training for _, _, training in seen)
+
+
+def test_warm_start_spread_reads_the_stopping_rule_off_a_trajectory():
+    from benchmarks.addition_warm_start_spread import stops
+
+    rows = [{"step": 10, "probe_sampled": 0.2, "test_greedy": 0.3}, {"step": 20, "probe_sampled": 0.5,
+                                                                     "test_greedy": 0.6},
+            {"step": 30, "probe_sampled": 0.4, "test_greedy": 0.5}]
+    assert stops({0: rows, 1: rows[:1]}, 0.45) == [{"seed": 0, **rows[1]}]  # seed 1 never reached the target
+    assert [r["step"] for r in stops({0: rows}, 0.2)] == [10]
+
+
 def test_build_is_reused_when_settings_match(tiny_model):
     from rlvr_recipes.tiny_task.build import build
 

@@ -4,11 +4,14 @@ task, seed 0, every other setting as shipped) must still learn.
 What is checked is the rise of the held-out greedy accuracy (100 problems) averaged over the run's two later
 validations, steps 10 and 20, against step 0. One validation alone swings by up to 0.1 from one to the next (0.64 ->
 0.76 -> 0.65 in one run), so the mean of two is the steadier figure. The band was measured on the 2-core machine
-with the shipped settings (docs/cpu.md, "The learning regression check"), nine runs from two builds of the warm
-start (the build differs from one CPU to another: floating-point reductions change the warm start's trajectory):
+with the shipped settings (docs/cpu.md, "The learning regression check" and "Why the rise differs from machine to
+machine"), fifteen runs from three builds of the warm start (the build differs from one CPU to another:
+floating-point reductions change the warm start's trajectory, and the rise follows where the build starts):
 
 - build at greedy 0.58 (2 threads), seeds 0-4 and seed 0 again: rises +0.13, +0.085, +0.11, +0.065, +0.06, +0.13;
-- build at greedy 0.64 (1 thread), seeds 0-2: +0.065, +0.155, +0.085.
+- build at greedy 0.64 (1 thread), seeds 0-2: +0.065, +0.155, +0.085;
+- build at greedy 0.51 (another machine, 2 threads), seeds 0-4 and seed 0 again: +0.235, +0.265, +0.20, +0.21,
+  +0.18, +0.21.
 
 The threshold, +0.03, is half the lowest run measured. A change that breaks learning falls below it: without
 updates the greedy accuracy stays exactly where it started (a rise of 0), a sign error in an advantage lowers it.
@@ -57,4 +60,4 @@ def test_default_grpo_run_reaches_the_measured_band(tiny: str, tmp_path):  # noq
     assert rise >= MIN_MEAN_RISE, (
         f"the default GRPO run no longer learns as measured: held-out accuracy "
         f"{' -> '.join(f'{curve[s]:.3f}' for s in wanted)} at steps {wanted}, mean rise {rise:+.3f} "
-        f"(wanted >= +{MIN_MEAN_RISE}; nine measured runs gave +0.06..+0.155)")
+        f"(wanted >= +{MIN_MEAN_RISE}; fifteen measured runs on three builds gave +0.06..+0.265)")

@@ -5,7 +5,8 @@
 # METHOD: grpo (default), dapo, drgrpo, gspo, gspo_n, any estimator (agrae, avspo, grpo_n, ...), cw_grpo, aapo.
 # First run: creates .venv (torch 2.13.0 CPU, verl 0.9.1, this package; a few minutes) and builds the tiny model
 # with a short supervised warm start (under a minute). Then 20 steps: about 90-100 s of start-up and 3.3 s per step on
-# 2 cores, 3 min in all; the held-out greedy accuracy rises from 0.56 to about 0.8 (docs/cpu.md).
+# 2 cores, 3 min in all; the held-out greedy accuracy ends at 0.64-0.86, a rise of +0.01..+0.30 that depends mostly on
+# where this CPU's build of the warm start begins (0.51-0.64 on the builds measured; docs/cpu.md).
 # --rollout vllm: verl's own vLLM rollout (vLLM's CPU build) instead of this package's hf server, from a second venv,
 # .venv-vllm (make setup-vllm; see docs/cpu.md "vLLM rollout": two steps ran, bf16 rollout probabilities within ~0.06).
 # Writes runs/quickstart/METHOD/{train.log,metrics.jsonl,curves.png} and ends with a one-line summary (start-up,

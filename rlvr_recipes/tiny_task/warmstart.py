@@ -14,7 +14,7 @@ prompts, sometimes right on many and never right on others.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable, Optional
 
 import pandas as pd
 import torch
@@ -67,13 +67,15 @@ def sampled_accuracy(model: Any, tokenizer: Any, pairs: list[tuple[int, int]], t
 
 def warm_start(model_dir: str, task: TaskSpec, max_steps: int = 3000, target_acc: float = 0.3,
                batch_size: int = 128, lr: float = 3e-3, eval_every: int = WARM_START_EVAL_EVERY,
-               seed: int = 0) -> dict[str, float]:
+               seed: int = 0, on_check: Optional[Callable[[int, float, Any], None]] = None) -> dict[str, float]:
     """Train the model in ``model_dir`` on ``task``'s training split until it is right ``target_acc`` of the time.
 
     Teacher-forced cross-entropy on the answer and end-of-sequence tokens, AdamW, batches drawn from the training
     split. Every ``eval_every`` steps one sample per problem (temperature 1.0) is drawn for 256 training problems;
     training stops at the first evaluation at or above ``target_acc``, or after ``max_steps``. The model is saved in
     place. Returns the number of steps, the last loss and the test-split accuracy (sampled and greedy) before and after.
+    ``on_check(steps, probe_acc, model)``, if given, is called at every check before the stopping rule (a
+    ``target_acc`` above 1 never stops: ``benchmarks/addition_warm_start_spread.py`` follows whole trajectories).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -99,6 +101,8 @@ def warm_start(model_dir: str, task: TaskSpec, max_steps: int = 3000, target_acc
         if steps % eval_every == 0:
             model.eval()
             probe_acc = sampled_accuracy(model, tokenizer, probe, seed=steps)
+            if on_check is not None:
+                on_check(steps, probe_acc, model)
             if probe_acc >= target_acc:
                 break
     model.eval()
