@@ -1,12 +1,13 @@
 """How far apart do the addition task's warm starts land, and where does that leave the default run (docs/cpu.md)?
 
 The warm start (:func:`rlvr_recipes.tiny_task.warmstart.warm_start`) stops at the first check, every 10 steps, where
-one sample at temperature 1 is right on ``--target`` of 256 training problems. The model it stops at is not the same
-on every CPU: floating-point reductions differ, and the trajectory with them. This script stands a warm-start seed in
-for a CPU (each seed draws other batches and another probe from the same initial model) and follows whole
-trajectories: at every check it records the probe's sampled and greedy accuracy and the held-out (test split)
-sampled and greedy accuracy, so that any stopping rule can be read off afterwards. It prints, per learning rate and
-target, the stopping steps and the held-out greedy accuracy at the stop, which is where a GRPO run starts.
+one sample at temperature 1 is right on a target fraction (45 %) of 256 training problems. The model it stops at is
+not the same on every CPU: floating-point reductions differ, and the trajectory with them. This script stands a
+warm-start seed in for a CPU (each seed draws other batches and another probe from the same initial model) and
+follows whole trajectories: at every check it records the probe's sampled accuracy (what the stopping rule reads) and
+the held-out (test split) sampled and greedy accuracy, so that the rule can be read off afterwards for each of
+``--targets``. It prints, per learning rate and target, the stopping steps and the held-out greedy accuracy at the
+stop, which is where a GRPO run starts.
 
     python benchmarks/addition_warm_start_spread.py --json benchmarks/addition_warm_start_spread.json   # ~6 min
 """
@@ -23,6 +24,7 @@ import time
 from typing import Any
 
 import torch
+from transformers import AutoTokenizer
 
 from rlvr_recipes.tiny_task.build import TinyModelSpec, build_model, build_tokenizer
 from rlvr_recipes.tiny_task.task import TaskSpec, addition_problems
@@ -42,8 +44,6 @@ def trajectory(lr: float, seed: int, max_steps: int, task: TaskSpec) -> list[dic
     with tempfile.TemporaryDirectory() as model_dir:
         build_tokenizer(model_dir)
         build_model(model_dir, TinyModelSpec(), seed=task.seed)
-        from transformers import AutoTokenizer
-
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
         warm_start(model_dir, task, max_steps=max_steps, target_acc=2.0, lr=lr, seed=seed, on_check=record)
     return rows
@@ -88,10 +88,11 @@ def main() -> int:
             steps = [r["step"] for r in st]
             by_target[str(target)] = {"stopped": len(st), "of": len(trajectories), "stops": st}
             if greedy:
-                by_target[str(target)].update(greedy_mean=statistics.mean(greedy), greedy_sd=statistics.pstdev(greedy))
+                mean, sd = statistics.mean(greedy), statistics.pstdev(greedy)
+                by_target[str(target)].update(greedy_mean=mean, greedy_sd=sd)
                 print(f"lr {lr:g} target {target:.2f}: {len(st)}/{len(trajectories)} stopped, steps "
                       f"{min(steps)}-{max(steps)}, held-out greedy at the stop {min(greedy):.2f}-{max(greedy):.2f} "
-                      f"(mean {statistics.mean(greedy):.3f}, sd {statistics.pstdev(greedy):.3f}), sampled "
+                      f"(mean {mean:.3f}, sd {sd:.3f}), sampled "
                       f"{min(r['test_sampled'] for r in st):.2f}-{max(r['test_sampled'] for r in st):.2f}")
         result["by_lr"][f"{lr:g}"] = {"trajectories": trajectories, "by_target": by_target}
     print(f"done in {time.monotonic() - t0:.0f} s")

@@ -147,8 +147,8 @@ def test_warm_start_reports_every_check_and_a_target_above_one_never_stops(tiny_
 def test_warm_start_spread_reads_the_stopping_rule_off_a_trajectory():
     from benchmarks.addition_warm_start_spread import stops
 
-    rows = [{"step": 10, "probe_sampled": 0.2, "test_greedy": 0.3}, {"step": 20, "probe_sampled": 0.5,
-                                                                     "test_greedy": 0.6},
+    rows = [{"step": 10, "probe_sampled": 0.2, "test_greedy": 0.3},
+            {"step": 20, "probe_sampled": 0.5, "test_greedy": 0.6},
             {"step": 30, "probe_sampled": 0.4, "test_greedy": 0.5}]
     assert stops({0: rows, 1: rows[:1]}, 0.45) == [{"seed": 0, **rows[1]}]  # seed 1 never reached the target
     assert [r["step"] for r in stops({0: rows}, 0.2)] == [10]
