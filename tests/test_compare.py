@@ -11,8 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
-                                         passk_curve, publish_report, series, welch_test, PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, lost_port_race,
+                                         pass1_change, passk_curve, publish_report, run_with_port_retry, series,
+                                         welch_test, PUBLISH_END, PUBLISH_START)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -278,3 +279,48 @@ def test_each_method_of_the_lab_gets_its_own_colour():
     colors = method_colors(lab.split(","))
     assert len({tuple(c) for c in colors.values()}) == 17  # tab10 alone repeats its 1st colour at the 11th
     assert colors["gspo_n"] == (0.0, 0.0, 0.0)
+
+
+#: what torch's TCPStore raised in a worker of a lab run (its remote traceback is in the Ray task error's text)
+PORT_TAKEN = ("The server socket has failed to listen on any local network address. port: 44989, useIpv6: false, "
+              "code: -98, name: EADDRINUSE, message: address already in use")
+
+
+def test_a_run_that_lost_its_rendezvous_port_is_run_again_after_a_clean():
+    def wrapped() -> Exception:  # as compare sees it: the port error is the cause of the error raised to it
+        try:
+            raise OSError(PORT_TAKEN)
+        except OSError as exc:
+            try:
+                raise RuntimeError("ray::TaskRunnerV1.run() failed") from exc
+            except RuntimeError as outer:
+                return outer
+
+    assert lost_port_race(wrapped()) and lost_port_race(RuntimeError(PORT_TAKEN))
+    assert not lost_port_race(RuntimeError("CUDA out of memory")) and not lost_port_race(ValueError("bad key"))
+
+    calls, cleans, said = [], [], []
+
+    def train():
+        calls.append(len(cleans))
+        if len(calls) < 3:
+            raise wrapped()
+        return "config"
+
+    assert run_with_port_retry(train, lambda: cleans.append(1), said.append, "run 5/9", tries=3) == "config"
+    assert calls == [0, 1, 2]  # each try after the clean of the one before
+    assert len(said) == 2 and all("EADDRINUSE" in s and "run 5/9" in s for s in said)
+
+    # the last try's error is raised; any other error at once, with nothing cleaned
+    calls.clear(), cleans.clear()
+    with pytest.raises(RuntimeError, match="TaskRunnerV1"):
+        run_with_port_retry(train, lambda: cleans.append(1), said.append, "run", tries=2)
+    assert calls == [0, 1]
+    cleans.clear()
+
+    def broken():
+        raise ValueError("bad key")
+
+    with pytest.raises(ValueError, match="bad key"):
+        run_with_port_retry(broken, lambda: cleans.append(1), said.append, "run")
+    assert cleans == []
