@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, lost_port_race,
-                                         pass1_change, passk_curve, publish_report, run_with_port_retry, series,
-                                         welch_test, PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
+                                         passk_curve, publish_report, series, welch_test, PUBLISH_END, PUBLISH_START)
 from rlvr_recipes.launch.cpu_plot import read_metrics
+from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

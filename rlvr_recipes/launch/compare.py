@@ -11,7 +11,7 @@ paid once. Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
 (``rollout.seed``); the warm-started initial model is the same for every seed. A run that finished (its
 ``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped; a run whose workers
-lost the race for their rendezvous port is run again (:func:`run_with_port_retry`).
+lost the race for their rendezvous port is run again (:func:`rlvr_recipes.launch.cpu_run.cluster_run`).
 
 pass@k (k = 1, 2, 4, ... up to ``--passk-samples``) is the unbiased estimator of :mod:`rlvr_recipes.launch.passk` on the held-out
 problems, from ``--passk-samples`` samples per problem at temperature 1.0, of the initial model (once per seed) and
@@ -30,7 +30,6 @@ import json
 import math
 import os
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -211,43 +210,6 @@ def check_kept_run(done_path: str, settings: dict[str, Any]) -> None:
                              "delete the run's folder or pick another --out")
 
 
-#: Tries of a run whose workers lost the race for their rendezvous port, before the comparison stops. verl picks the
-#: port in a Ray task (``get_master_addr_port``: bind port 0, close) and the trainer's worker binds it later; in
-#: between another process can take it, and torch's ``TCPStore`` then fails with EADDRINUSE at the run's start.
-#: It stopped a comparison at its fifth run (docs/lab.md, "pass@k up to k = 256"), so a long lab retries instead.
-PORT_RACE_TRIES = 3
-
-
-def lost_port_race(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) is torch's failure to listen on a port already in use;
-    a Ray task error carries the remote traceback in its text."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        text = f"{type(exc).__name__}: {exc}"
-        if "EADDRINUSE" in text or "address already in use" in text.lower():
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def run_with_port_retry(train: Callable[[], Any], clean: Callable[[], None], say: Callable[[str], None], label: str,
-                        tries: int = PORT_RACE_TRIES) -> Any:
-    """``train()``, run again (after ``clean()`` removes what the failed try left) when it fails because its workers
-    lost the race for their rendezvous port (:func:`lost_port_race`), at most ``tries`` times in all; any other
-    error, or the last try's, is raised."""
-    for attempt in range(1, tries + 1):
-        try:
-            return train()
-        except Exception as exc:
-            if attempt == tries or not lost_port_race(exc):
-                raise
-            say(f"{label}: try {attempt} of {tries} failed, the workers' rendezvous port was taken by another "
-                "process (EADDRINUSE); running it again")
-            clean()
-    raise AssertionError("unreachable")
-
-
 def seed_overrides(seed: int) -> list[str]:
     return [f"data.seed={seed}", f"actor_rollout_ref.actor.data_loader_seed={seed}",
             f"actor_rollout_ref.rollout.seed={seed}"]
@@ -322,20 +284,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         overrides = [*extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
                      "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"]
         t0 = time.monotonic()
-
-        def clean() -> None:
-            # nothing of a failed try may reach the retry: verl would resume from its checkpoint, and its metrics and
-            # rollout dumps would be mixed with the new ones
-            shutil.rmtree(spec.out, ignore_errors=True)
-            for project in os.listdir(metrics_root) if os.path.isdir(metrics_root) else []:
-                stale = os.path.join(metrics_root, project, f"{experiment}.jsonl")
-                if os.path.exists(stale):
-                    os.remove(stale)
-
         try:
-            config = run_with_port_retry(
-                lambda: cluster_run(spec.method, spec.out, paths, steps, overrides, estimators, experiment),
-                clean, say, label)
+            config = cluster_run(spec.method, spec.out, paths, steps, overrides, estimators, experiment)
         except Exception as exc:
             raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
         outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),

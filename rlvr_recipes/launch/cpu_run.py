@@ -32,6 +32,7 @@ import json
 import os
 import queue
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -40,7 +41,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from rlvr_recipes import CONFIG_DIR, IMPORT_ROOT, runs_dir
 
@@ -571,6 +572,43 @@ def _release_run_resources(timeout_s: float = 60.0) -> None:
         time.sleep(0.5)
 
 
+#: Tries of a run whose workers lost the race for their rendezvous port, before its error is raised. verl picks the
+#: port in a Ray task (``get_master_addr_port``: bind port 0, close) and the trainer's worker binds it later; in
+#: between another process can take it, and torch's ``TCPStore`` then fails with EADDRINUSE at the run's start.
+#: It stopped a comparison at its fifth run (docs/lab.md, "pass@k up to k = 256"), so a run in a cluster retries.
+PORT_RACE_TRIES = 3
+
+
+def lost_port_race(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is torch's failure to listen on a port already in use;
+    a Ray task error carries the remote traceback in its text."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__}: {exc}"
+        if "EADDRINUSE" in text or "address already in use" in text.lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def run_with_port_retry(train: Callable[[], Any], clean: Callable[[], None], say: Callable[[str], None], label: str,
+                        tries: int = PORT_RACE_TRIES) -> Any:
+    """``train()``, run again (after ``clean()`` removes what the failed try left) when it fails because its workers
+    lost the race for their rendezvous port (:func:`lost_port_race`), at most ``tries`` times in all; any other
+    error, or the last try's, is raised."""
+    for attempt in range(1, tries + 1):
+        try:
+            return train()
+        except Exception as exc:
+            if attempt == tries or not lost_port_race(exc):
+                raise
+            say(f"{label}: try {attempt} of {tries} failed, the workers' rendezvous port was taken by another "
+                "process (EADDRINUSE); running it again")
+            clean()
+    raise AssertionError("unreachable")
+
+
 def start_cluster_runs(metrics_root: str) -> None:
     """Prepare this process to run trainers in one Ray cluster (:func:`cluster_run`): the CPU environment, and verl's
     file logger writing ``<metrics_root>/<project>/<experiment>.jsonl``. Call before the first run (Ray starts
@@ -585,8 +623,9 @@ def cluster_run(method: str, run_dir: str, paths: dict[str, str], steps: int, ex
     """One training run in this process: ``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` on the composed, checked
     config. The first run starts Ray; later runs reuse it, so the cluster's start-up is paid once. Afterwards the
     run's placement groups and servers are released (:func:`_release_run_resources`). Metrics go to verl's file
-    logger under the root given to :func:`start_cluster_runs`, as ``<project>/<experiment>.jsonl``. Returns the
-    composed config."""
+    logger under the root given to :func:`start_cluster_runs`, as ``<project>/<experiment>.jsonl``. A run whose
+    workers lost the race for their rendezvous port is run again from an empty ``run_dir``
+    (:func:`run_with_port_retry`). Returns the composed config."""
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
     from verl.utils.device import auto_set_device
 
@@ -594,10 +633,17 @@ def cluster_run(method: str, run_dir: str, paths: dict[str, str], steps: int, ex
                                    estimators))
     auto_set_device(config)
     preflight(config)
-    try:
-        run_ppo(config, task_runner_class=TaskRunnerV1)
-    finally:
-        _release_run_resources()
+
+    def train() -> None:
+        try:
+            run_ppo(config, task_runner_class=TaskRunnerV1)
+        finally:
+            _release_run_resources()
+
+    # a retry starts from an empty run_dir: verl would resume from a checkpoint the failed try left there (its
+    # metrics file is opened for writing afresh by verl's file logger)
+    run_with_port_retry(train, lambda: shutil.rmtree(run_dir, ignore_errors=True), lambda s: print(s, flush=True),
+                        f"[cluster run] {experiment}")
     return config
 
 
