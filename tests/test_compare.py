@@ -4,6 +4,7 @@ on a small build of the countdown task."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (_diff_verdict, acr_by_group_size, check_kept_run, claims, pass1_change,
-                                         passk_curve, publish_report, series, welch_test, PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.compare import (_change_table, _diff_verdict, acr_by_group_size, check_kept_run, claims,
+                                         paired_change, pass1_change, passk_change, passk_curve, publish_report, series,
+                                         welch_test, PUBLISH_END, PUBLISH_START)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
 
@@ -171,6 +173,7 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
     assert "aapo/margin_mean" in data  # AAPO drew its reference rewards from the cache
     report = (out / "report.md").read_text()
     assert report.index("![curves]") < report.index("| method |") < report.index("| claim |")
+    assert "| method | pass@1 change | pass@4 change |" in report  # against the initial model, paired by seed
     for png in ("curves.png", "passk.png", "acr_vs_group_size.png"):
         assert (out / png).stat().st_size > 10_000
     # resumable: a second call repeats no run
@@ -211,6 +214,37 @@ def test_pass1_change_is_taken_against_each_seeds_own_start():
     runs = [{"seed": 0, "passk_end": {1: 0.59, 64: 0.86}}, {"seed": 1, "passk_end": {1: 0.50, 64: 0.80}}]
     start = {0: {1: 0.44, 64: 0.89}, 1: {1: 0.40, 64: 0.88}}
     assert pass1_change(runs, start) == pytest.approx([0.15, 0.10])
+
+
+def test_paired_change_by_hand():
+    # changes 0.1, 0.2, 0.3: mean 0.2, sd 0.1, se 0.1 / sqrt(3); t = 2 sqrt(3) on 2 df, where the two-sided p is
+    # 1 - t / sqrt(t^2 + 2) = 1 - sqrt(12 / 14), and t_{0.975, 2} = 4.302653
+    c = paired_change([0.1, 0.2, 0.3])
+    assert c["mean"] == pytest.approx(0.2)
+    assert c["p"] == pytest.approx(1 - math.sqrt(12 / 14))
+    half = 4.302653 * 0.1 / math.sqrt(3)
+    assert (c["low"], c["high"]) == pytest.approx((0.2 - half, 0.2 + half), abs=1e-6)
+    assert c["by_seed"] == pytest.approx([0.1, 0.2, 0.3])
+    one = paired_change([-0.05])  # one seed: no noise estimate
+    assert one["mean"] == pytest.approx(-0.05) and math.isnan(one["low"]) and math.isnan(one["p"])
+    equal = paired_change([0.02, 0.02])
+    assert (equal["low"], equal["high"], equal["p"]) == pytest.approx((0.02, 0.02, 0.0))
+    assert paired_change([0.0, 0.0])["p"] == 1.0
+    assert paired_change([float("nan"), 0.1, 0.3])["by_seed"] == pytest.approx([0.1, 0.3])
+    assert math.isnan(paired_change([])["mean"])
+
+
+def test_change_table_pairs_each_run_with_its_own_seeds_start():
+    runs = [{"seed": 0, "passk_end": {1: 0.59, 64: 0.86}}, {"seed": 1, "passk_end": {1: 0.50, 64: 0.80}}]
+    start = {0: {1: 0.44, 64: 0.89}, 1: {1: 0.40, 64: 0.88}}
+    assert passk_change(runs, start, 64) == pytest.approx([-0.03, -0.08])
+    lines = _change_table({"grpo": {f"pass@{k}": paired_change(passk_change(runs, start, k)) for k in (1, 64)}})
+    assert "| method | pass@1 change | pass@64 change |" in lines
+    row = next(line for line in lines if line.startswith("| grpo |"))
+    assert "+0.125 [" in row and "(+0.150, +0.100)" in row and "-0.055 [" in row and "(-0.030, -0.080)" in row
+    one_seed = _change_table({"grpo": {"pass@1": paired_change([0.15])}})
+    assert "| grpo | +0.150 (+0.150) |" in one_seed
+    assert _change_table({}) == []
 
 
 def test_early_acr_claim_is_pearsons_test():
