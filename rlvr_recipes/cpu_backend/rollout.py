@@ -6,8 +6,7 @@ pinned stack on a CPU-only machine (see docs/cpu.md). This module provides the s
 
 - :class:`HFServer`, one Ray actor per rollout replica: holds a copy of the policy, batches the concurrent
   token-in/token-out ``generate`` requests of verl's agent loop (requests that arrive within ``batch_wait_s`` of
-  each other and share sampling parameters run as one left-padded ``generate`` call, rows in prompt order so that
-  the arrival order does not change what each prompt draws), and reports the processed
+  each other and share sampling parameters run as one left-padded ``generate`` call), and reports the processed
   log-probabilities of the sampled tokens when asked (``logprobs_mode=processed_logprobs``, as vLLM);
 - :class:`HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that launches it next to the
   trainer's workers (hybrid mode) or in a colocated resource pool;
@@ -186,9 +185,6 @@ class HFServer:
             seen = len(self._pending)
             await asyncio.sleep(self.batch_wait_s)
         requests, self._pending = self._pending, []
-        # rows in prompt order, not arrival order: sampling draws its random numbers row by row, so a batch of the
-        # same requests draws the same answers for each prompt however the agent loop's tasks were scheduled
-        requests.sort(key=lambda r: r.prompt_ids)
         groups: dict[SamplingKey, list[_Request]] = {}
         for r in requests:
             groups.setdefault(r.key, []).append(r)
