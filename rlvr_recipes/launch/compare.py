@@ -9,7 +9,9 @@ Each method x seed is one run of verl's trainer (``main_ppo``'s ``run_ppo`` with
 go to every run). Every run of one comparison shares one Ray cluster, started by the first run, so its start-up is
 paid once. Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
-(``rollout.seed``); the warm-started initial model is the same for every seed. A run that finished (its
+(``rollout.seed``); the warm-started initial model is the same for every seed. Two runs of one seed are not
+bit-identical: the rollout server batches requests as they arrive, so which random draws a sample gets depends on
+timing (docs/lab.md, "The comparison"); seeds are replicates, not replays. A run that finished (its
 ``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped; a run whose workers
 lost the race for their rendezvous port is run again (:func:`rlvr_recipes.launch.cpu_run.cluster_run`).
 
