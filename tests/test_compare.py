@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (_change_table, _diff_verdict, acr_by_group_size, check_kept_run, claims,
-                                         paired_change, pass1_change, passk_change, passk_curve, publish_report, series,
-                                         welch_test, PUBLISH_END, PUBLISH_START)
+                                         paired_change, passk_change, passk_curve, publish_report, series, welch_test,
+                                         PUBLISH_END, PUBLISH_START)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
 
@@ -210,10 +210,10 @@ def test_kept_run_must_match_the_comparison_settings(tmp_path):
         check_kept_run(str(done), settings)
 
 
-def test_pass1_change_is_taken_against_each_seeds_own_start():
+def test_passk_change_is_taken_against_each_seeds_own_start():
     runs = [{"seed": 0, "passk_end": {1: 0.59, 64: 0.86}}, {"seed": 1, "passk_end": {1: 0.50, 64: 0.80}}]
     start = {0: {1: 0.44, 64: 0.89}, 1: {1: 0.40, 64: 0.88}}
-    assert pass1_change(runs, start) == pytest.approx([0.15, 0.10])
+    assert passk_change(runs, start, 1) == pytest.approx([0.15, 0.10])
 
 
 def test_paired_change_by_hand():

@@ -373,7 +373,7 @@ def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict
             "entropy std over steps": _mean_std([float(np.std(list(x.values()))) if x else float("nan")
                                                  for x in c("actor/entropy")]),
             "pass@1 end": _mean_std([r["passk_end"][1] for r in rs]),
-            "pass@1 change": _mean_std(pass1_change(rs, start_passk)),
+            "pass@1 change": _mean_std(passk_change(rs, start_passk, 1)),
             f"pass@{kmax} end": _mean_std([r["passk_end"][kmax] for r in rs]),
             "s/step": _mean_std([r["s_per_step"] for r in rs]),
         }
@@ -390,32 +390,32 @@ def passk_change(rs: list[dict[str, Any]], start_passk: dict[int, dict[int, floa
     return [r["passk_end"][k] - start_passk[r["seed"]][k] for r in rs]
 
 
-def pass1_change(rs: list[dict[str, Any]], start_passk: dict[int, dict[int, float]]) -> list[float]:
-    """Held-out pass@1 at the end minus at the start, per run (seed): :func:`passk_change` at k = 1."""
-    return passk_change(rs, start_passk, 1)
-
-
 def paired_change(diffs: Sequence[float], level: float = 0.95) -> dict[str, Any]:
     """Mean of per-seed changes (a run's end minus its own seed's start) with its two-sided ``level`` interval and
-    p-value by the one-sample t-test of mean 0 (the paired t-test of end against start), ``df`` = n - 1.
+    p-value by the one-sample t-test of mean 0 (the paired t-test of end against start), ``df`` = n - 1
+    (:func:`_t_interval`).
 
     Returns ``{"by_seed", "mean", "low", "high", "p"}``; with one seed the interval and p are NaN (no noise estimate);
     with all changes equal the interval is the point and p is 1 for 0, else 0.
     """
-    from scipy import stats
-
     d = [float(x) for x in diffs if math.isfinite(x)]
-    if not d:
-        return {"by_seed": [], "mean": float("nan"), "low": float("nan"), "high": float("nan"), "p": float("nan")}
-    mean = float(np.mean(d))
+    mean = float(np.mean(d)) if d else float("nan")
     if len(d) < 2:
         return {"by_seed": d, "mean": mean, "low": float("nan"), "high": float("nan"), "p": float("nan")}
-    se = float(np.std(d, ddof=1)) / math.sqrt(len(d))
+    return {"by_seed": d, "mean": mean, **_t_interval(mean, float(np.std(d, ddof=1)) / math.sqrt(len(d)), len(d) - 1,
+                                                      level)}
+
+
+def _t_interval(d: float, se: float, df: float, level: float) -> dict[str, float]:
+    """The two-sided ``level`` interval ``[low, high]`` = d -/+ t_{(1+level)/2, df} * se of an estimate ``d`` with
+    standard error ``se`` on ``df`` degrees of freedom, and the two-sided p-value of d = 0. With ``se`` 0 the interval
+    is the point ``d`` and p is 1 for d = 0, else 0."""
+    from scipy import stats
+
     if se == 0.0:
-        return {"by_seed": d, "mean": mean, "low": mean, "high": mean, "p": 1.0 if mean == 0 else 0.0}
-    half = float(stats.t.ppf((1 + level) / 2, len(d) - 1)) * se
-    p = float(2 * stats.t.sf(abs(mean) / se, len(d) - 1))
-    return {"by_seed": d, "mean": mean, "low": mean - half, "high": mean + half, "p": p}
+        return {"low": d, "high": d, "p": 1.0 if d == 0 else 0.0}
+    half = float(stats.t.ppf((1 + level) / 2, df)) * se
+    return {"low": d - half, "high": d + half, "p": float(2 * stats.t.sf(abs(d) / se, df))}
 
 
 def welch_test(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict[str, float]:
@@ -426,18 +426,12 @@ def welch_test(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> d
     t_{(1+level)/2, df} * se, and the two-sided p-value. With both variances 0, ``se`` is 0, ``df`` is inf and the
     interval is the point ``d``. Needs two or more values on each side.
     """
-    from scipy import stats
-
     na, nb = len(a), len(b)
     d = float(np.mean(a) - np.mean(b))
     va, vb = float(np.var(a, ddof=1)) / na, float(np.var(b, ddof=1)) / nb
     se = math.sqrt(va + vb)
-    if se == 0.0:
-        return {"d": d, "se": 0.0, "df": math.inf, "low": d, "high": d, "p": 1.0 if d == 0 else 0.0}
-    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    half = float(stats.t.ppf((1 + level) / 2, df)) * se
-    p = float(2 * stats.t.sf(abs(d) / se, df))
-    return {"d": d, "se": se, "df": df, "low": d - half, "high": d + half, "p": p}
+    df = math.inf if se == 0.0 else (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    return {"d": d, "se": se, "df": df, **_t_interval(d, se, df, level)}
 
 
 def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple[str, str]:
@@ -660,7 +654,7 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
     start = summary["start_passk"]
     lines += ["", "Initial model: " + ", ".join(f"pass@{k} {m:.3f}" for k, (m, _) in start.items())]
-    lines += _change_table(summary.get("change_from_start") or {})
+    lines += _change_table(summary["change_from_start"])
     lines += ["",
               "## The papers' claims at this scale", "",
               "A claim held when the 95 % interval of the difference (Welch's t-test, seeds as samples) lies on the "
