@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (_change_table, _diff_verdict, acr_by_group_size, check_kept_run, claims,
-                                         paired_change, passk_change, passk_curve, publish_report, series, welch_test,
-                                         PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.compare import (_change_table, _diff_verdict, _seed_range, acr_by_group_size, check_kept_run,
+                                         claims, main, paired_change, passk_change, passk_curve, publish_report,
+                                         run_specs, series, welch_test, PUBLISH_END, PUBLISH_START)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
 
@@ -208,6 +208,17 @@ def test_kept_run_must_match_the_comparison_settings(tmp_path):
     done.write_text(json.dumps({"seconds": 1.0}))  # an older run without its settings
     with pytest.raises(ValueError, match="without its settings"):
         check_kept_run(str(done), settings)
+
+
+def test_a_replication_runs_the_seeds_after_the_first_comparisons(tmp_path, capsys):
+    specs = run_specs(["grpo", "cw_grpo"], range(5, 7), 50, str(tmp_path))
+    assert [(s.method, s.seed) for s in specs] == [("grpo", 5), ("cw_grpo", 5), ("grpo", 6), ("cw_grpo", 6)]
+    assert specs[3].out == os.path.join(str(tmp_path), "runs", "cw_grpo", "seed6")
+    assert specs[3].final_model.endswith(os.path.join("seed6", "checkpoints", "global_step_50", "actor", "huggingface"))
+    assert _seed_range({"seeds": 5, "first_seed": 5}) == " (seeds 5-9)"
+    assert _seed_range({"seeds": 5, "first_seed": 0}) == _seed_range({"seeds": 5}) == ""
+    assert main(["--first-seed", "-1", "--out", str(tmp_path)]) == 2
+    assert "--first-seed must be >= 0, got -1" in capsys.readouterr().err
 
 
 def test_passk_change_is_taken_against_each_seeds_own_start():

@@ -194,6 +194,12 @@ class RunSpec:
         return os.path.join(self.out, "checkpoints", f"global_step_{self.steps}", "actor", "huggingface")
 
 
+def run_specs(methods: Sequence[str], seeds: Sequence[int], steps: int, out: str) -> list[RunSpec]:
+    """The comparison's runs, seed by seed with every method in each, so that a comparison stopped early has every
+    method at the seeds it finished; run ``method`` x ``seed`` lives in ``<out>/runs/<method>/seed<seed>``."""
+    return [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for s in seeds for m in methods]
+
+
 def check_kept_run(done_path: str, settings: dict[str, Any]) -> None:
     """Raise if the finished run recorded in ``done_path`` was run with other ``settings`` than this comparison's
     (steps, task, pass@k samples, overrides, method, seed); a missing file is a run still to do.
@@ -230,9 +236,11 @@ def collect(spec: RunSpec) -> dict[str, Any]:
 
 def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
             passk_samples: int = 64, tiny_dir: Optional[str] = None, task: str = "addition",
-            say: Callable[[str], None] = lambda s: print(s, flush=True), report_only: bool = False) -> dict[str, Any]:
-    """Run (or resume) every method x seed on ``task`` in one Ray cluster, score pass@k, and write the report.
-    With ``report_only`` nothing is trained: the report is written from the runs finished so far (a comparison
+            say: Callable[[str], None] = lambda s: print(s, flush=True), report_only: bool = False,
+            first_seed: int = 0) -> dict[str, Any]:
+    """Run (or resume) every method x seed (``first_seed`` .. ``first_seed + seeds - 1``) on ``task`` in one Ray
+    cluster, score pass@k, and write the report. A ``first_seed`` above 0 gives a replication on seeds that an
+    earlier comparison did not use (docs/lab.md, "A replication on new seeds"). With ``report_only`` nothing is trained: the report is written from the runs finished so far (a comparison
     still running, or one stopped early), and names the runs it lacks. Returns the summary.
 
     Raises:
@@ -251,8 +259,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     settings = reference_settings(compose(run_overrides("grpo", paths, out, steps, extra=extra, estimators=estimators)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
     max_new = settings["max_response_length"]
-    # seed by seed, every method in each: a comparison stopped early has every method at the seeds it finished
-    specs = [RunSpec(m, s, steps, os.path.join(out, "runs", m, f"seed{s}")) for s in range(seeds) for m in methods]
+    seed_list = range(first_seed, first_seed + seeds)
+    specs = run_specs(methods, seed_list, steps, out)
     # what a kept run must have been run with: a resume with other settings would mix them in one report
     run_settings = {"task": task, "steps": steps, "passk_samples": passk_samples, "overrides": list(extra)}
     for spec in specs:
@@ -260,7 +268,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     t_all = time.monotonic()
 
     start_passk: dict[int, dict[int, float]] = {}
-    for s in range(seeds):
+    for s in seed_list:
         path = os.path.join(out, "passk_start", f"seed{s}-samples{passk_samples}.json")
         if not os.path.exists(path):
             counts = sample_correct_counts(paths["model"], paths["test"], reward_fn, passk_samples, max_new, seed=s)
@@ -315,7 +323,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     summary = summarise(runs, start_passk)
     run_s = [r["seconds"] for rs in runs.values() for r in rs]
     step_s = [r["s_per_step"] for rs in runs.values() for r in rs if math.isfinite(r["s_per_step"])]
-    summary["setup"] = {"task": task, "methods": list(methods), "seeds": seeds, "steps": steps,
+    summary["setup"] = {"task": task, "methods": list(methods), "seeds": seeds, "first_seed": first_seed,
+                        "steps": steps,
                         "passk_samples": passk_samples,
                         # what a step costs with each run's start-up in it, against the median step of the runs
                         "cost_per_step_s": round(statistics.median(run_s) / steps, 2) if run_s else None,
@@ -570,6 +579,12 @@ def method_colors(methods: Sequence[str]) -> dict[str, Any]:
     return {m: palette[i % len(palette)] for i, m in enumerate(methods)}
 
 
+def _seed_range(setup: dict[str, Any]) -> str:
+    """`` (seeds 5-9)`` for a comparison that does not start at seed 0 (older summaries lack the key)."""
+    first = setup.get("first_seed", 0)
+    return f" (seeds {first}-{first + setup['seeds'] - 1})" if first else ""
+
+
 def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]],
                  summary: dict[str, Any]) -> None:
     """curves.png, passk.png, acr_vs_group_size.png, summary.json and report.md under ``out``."""
@@ -633,7 +648,7 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
         *([f"**Partial report**: {len(missing)} run(s) not finished yet: {', '.join(missing)}. Figures and "
            "verdicts below are over the finished runs only.", ""] if missing else []),
         f"`{setup['command']}`  ",
-        f"{setup['seeds']} seed(s) x {setup['steps']} steps per method; {setup['machine']}; "
+        f"{setup['seeds']} seed(s){_seed_range(setup)} x {setup['steps']} steps per method; {setup['machine']}; "
         f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, one Ray cluster); a step "
         f"costs {setup.get('cost_per_step_s')} s with each run's start-up in it, against a median step of "
         f"{setup.get('median_step_s')} s.",
@@ -746,6 +761,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST .. FIRST+SEEDS-1 (default 0): a replication on seeds not used before")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--out", default=os.path.join(runs_dir(), "compare"))
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
@@ -762,6 +779,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.seeds < 1 or args.steps < 1 or args.passk_samples < 1:
         print("error: --seeds, --steps and --passk-samples must be >= 1", file=sys.stderr)
         return 2
+    if args.first_seed < 0:
+        print(f"error: --first-seed must be >= 0, got {args.first_seed}", file=sys.stderr)
+        return 2
     try:
         from rlvr_recipes.launch.cpu_run import cpu_environment, method_overrides, registered
 
@@ -773,7 +793,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.publish:
             _publish_target(args.publish)  # before hours of runs, not after
         compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task,
-                report_only=args.report_only)
+                report_only=args.report_only, first_seed=args.first_seed)
         if args.publish:
             img_dir = publish_report(args.out, args.publish)
             print(f"[compare] report copied into {args.publish}, figures into {img_dir}", flush=True)
