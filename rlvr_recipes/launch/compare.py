@@ -76,7 +76,7 @@ EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                       ("agrae_dapo_001", "dapo_001", "001 Table 2 (DAPO + A-GRAE row)", ("pass1", "passk")),
                       ("agrae_drgrpo", "drgrpo", "001 Table 2 (Dr.GRPO + A-GRAE row)", ("pass1", "passk")))
 #: (baseline, paper): CW-GRPO's accuracy claims
-CW_GRPO_BASELINES = (("grpo", "003 Table 1"), ("clip_cov", "003 Table 2"))
+CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 
 
 def val_key(data: dict[str, float]) -> Optional[str]:
