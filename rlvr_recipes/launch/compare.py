@@ -240,8 +240,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             first_seed: int = 0) -> dict[str, Any]:
     """Run (or resume) every method x seed (``first_seed`` .. ``first_seed + seeds - 1``) on ``task`` in one Ray
     cluster, score pass@k, and write the report. A ``first_seed`` above 0 gives a replication on seeds that an
-    earlier comparison did not use (docs/lab.md, "A replication on new seeds"). With ``report_only`` nothing is trained: the report is written from the runs finished so far (a comparison
-    still running, or one stopped early), and names the runs it lacks. Returns the summary.
+    earlier comparison did not use (docs/lab.md, "A replication on new seeds"). With ``report_only`` nothing is
+    trained: the report is written from the runs finished so far (a comparison still running, or one stopped early),
+    and names the runs it lacks. Returns the summary.
 
     Raises:
         ValueError: a kept run was made with other settings, or (``report_only``) no run has finished.
@@ -324,8 +325,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     run_s = [r["seconds"] for rs in runs.values() for r in rs]
     step_s = [r["s_per_step"] for rs in runs.values() for r in rs if math.isfinite(r["s_per_step"])]
     summary["setup"] = {"task": task, "methods": list(methods), "seeds": seeds, "first_seed": first_seed,
-                        "steps": steps,
-                        "passk_samples": passk_samples,
+                        "steps": steps, "passk_samples": passk_samples,
                         # what a step costs with each run's start-up in it, against the median step of the runs
                         "cost_per_step_s": round(statistics.median(run_s) / steps, 2) if run_s else None,
                         "median_step_s": round(statistics.median(step_s), 2) if step_s else None,
