@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -69,6 +70,44 @@ def test_diff_verdict():
     # no spread on either side: the sign decides; equal values cannot be judged
     assert _diff_verdict([0.2, 0.2], [0.0, 0.0], higher=True)[0] == "held"
     assert _diff_verdict([0.0, 0.0], [0.0, 0.0], higher=True)[0] == "cannot be judged"
+
+
+def test_paired_verdict_by_hand_where_welch_cannot_judge():
+    # the seeds move both methods together (0.50, 0.60, 0.70); within each seed a leads by 0.020, 0.021, 0.019.
+    # By hand: differences' mean 0.020, sd (ddof 1) 0.001, s.e. 0.001 / sqrt(3) = 0.000577; t_{0.975, 2} = 4.3027
+    # (closed form above), so the interval is 0.020 -/+ 0.00248 = [0.0175, 0.0225]: held. Welch's test treats the
+    # seeds as independent, and the seed-to-seed spread of 0.1 swallows the 0.02.
+    a, b = [0.50, 0.60, 0.70], [0.48, 0.579, 0.681]
+    verdict, why = _diff_verdict(a, b, higher=True, paired=True)
+    assert verdict == "held"
+    assert "difference +0.020, 95 % interval [+0.018, +0.022] (paired t-test by seed, df 2" in why
+    assert "3 seeds with shared draws" in why
+    assert _diff_verdict(a, b, higher=False, paired=True)[0] == "did not hold"
+    assert _diff_verdict(a, b, higher=True)[0] == "cannot be judged"
+    # a seed whose figure was not logged drops out on both sides
+    assert "2 seeds with shared draws" in _diff_verdict([*a[:2], float("nan")], b, higher=True, paired=True)[1]
+    with pytest.raises(ValueError, match="one value per seed"):
+        _diff_verdict(a, b[:2], higher=True, paired=True)
+
+
+def test_claims_pair_runs_by_seed_only_when_every_run_drew_keyed():
+    runs = {"grpo": [_run([1.0] * 4, [0.50 + 0.1 * s] * 4, [0.6] * 4, (0.5, 0.7), {2: 0.6}) for s in range(3)],
+            "avspo": [_run([1.0] * 4, [0.48 + 0.1 * s - 0.001 * (s == 1)] * 4, [0.6] * 4, (0.5, 0.7), {2: 0.6})
+                      for s in range(3)]}
+    claim = "AVSPO lowers the effective ACR against GRPO at equal rollouts"
+    for method in runs:
+        for seed, r in zip((4, 2, 3), runs[method]):  # seeds out of order: pairs are matched by seed
+            r["seed"] = seed
+    assert {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["verdict"] == "cannot be judged"  # Welch
+    for rs in runs.values():
+        for r in rs:
+            r["keyed_draws"] = True
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]
+    assert out["verdict"] == "held" and "paired t-test by seed" in out["evidence"]
+    runs["avspo"] = runs["avspo"][::-1]  # the order of the lists does not matter
+    assert {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["evidence"] == out["evidence"]
+    del runs["avspo"][0]["keyed_draws"]  # one run from before the keyed draws: back to Welch
+    assert "Welch" in {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["evidence"]
 
 
 def test_series_picks_the_validation_key():
@@ -171,7 +210,14 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
     assert "aapo/margin_mean" in data  # AAPO drew its reference rewards from the cache
+    # keyed draws: at step 1 both methods hold the initial model, so one seed gives them the same answers
+    step1 = {m: Counter((r["input"], r["output"]) for r in map(json.loads, (out / "runs" / m / "seed0" / "rollouts" /
+                                                                               "1.jsonl").read_text().splitlines()))
+             for m in ("grpo", "aapo")}
+    assert step1["grpo"] == step1["aapo"] and sum(step1["grpo"].values()) >= 8
+    assert all(json.loads((out / "runs" / m / "seed0" / "done.json").read_text())["keyed_draws"] for m in step1)
     report = (out / "report.md").read_text()
+    assert "the paired t-test by seed" in report
     assert report.index("![curves]") < report.index("| method |") < report.index("| claim |")
     assert "| method | pass@1 change | pass@4 change |" in report  # against the initial model, paired by seed
     for png in ("curves.png", "passk.png", "acr_vs_group_size.png"):

@@ -274,6 +274,84 @@ def test_server_batches_concurrent_requests_and_reports_processed_logprobs(tiny_
         torch.testing.assert_close(torch.tensor(out.log_probs), expected, atol=1e-4, rtol=1e-4)
 
 
+def test_server_answer_belongs_to_the_request_not_to_its_batch(tiny_model):
+    """A request's draws come from its own key: alone, or left-padded beside a longer prompt, in another place of
+    the batch, it gets the same tokens and the same processed log-probs."""
+    server = _server(tiny_model)
+    key = server._sampling_key(5, {"temperature": 1.0, "logprobs": True})
+    alone = server._generate_batch([[5, 6, 7]], key, [(11, 12)])
+    batched = server._generate_batch([[9, 9, 9, 9, 9], [4, 4], [5, 6, 7]], key, [(1, 2), (3, 4), (11, 12)])
+    assert batched[2][0] == alone[0][0]
+    torch.testing.assert_close(torch.tensor(batched[2][1]), torch.tensor(alone[0][1]), atol=1e-5, rtol=1e-5)
+    # another key, another answer for the same prompt (a random model spreads its mass over ~100 tokens)
+    assert server._generate_batch([[5, 6, 7]], key, [(13, 14)])[0][0] != alone[0][0]
+
+
+def test_two_servers_of_one_seed_answer_a_group_alike_whatever_the_arrival_order(tiny_model):
+    """Two runs of one seed: the n samples of a prompt are the same n answers, whichever order the requests
+    arrive in and however they are batched; another seed or another step draws others."""
+    params = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}
+    prompts = [[5, 6, 7]] * 4 + [[8, 9]] * 4
+
+    def answers(seed, order, step=None, wait=0.05):
+        server = _server(tiny_model, seed=seed, engine_kwargs={"hf": {"batch_wait_s": wait}})
+        server.global_steps = step
+
+        async def run():
+            return await asyncio.gather(*(server.generate(prompts[i], params, request_id=str(i)) for i in order))
+
+        outs = asyncio.run(run())
+        by_prompt: dict[tuple, list] = {}
+        for i, out in zip(order, outs):
+            by_prompt.setdefault(tuple(prompts[i]), []).append(tuple(out.token_ids))
+        return {p: sorted(a) for p, a in by_prompt.items()}
+
+    first = answers(0, list(range(8)))
+    assert first == answers(0, [7, 3, 5, 0, 6, 2, 4, 1])
+    assert first == answers(0, list(range(8)), wait=0.0)
+    assert len(set(first[(5, 6, 7)])) > 1  # the four samples of a group differ from each other
+    assert first != answers(1, list(range(8)))
+    assert first != answers(0, list(range(8)), step=3)
+
+
+def test_server_sampling_applies_temperature_and_top_k_before_it_draws(tiny_model):
+    from transformers import AutoModelForCausalLM
+
+    server = _server(tiny_model)
+    key = server._sampling_key(3, {"temperature": 0.7, "top_k": 5, "logprobs": True, "max_tokens": 3})
+    model = AutoModelForCausalLM.from_pretrained(tiny_model["model"], dtype=torch.float32).eval()
+    prompt = [5, 6, 7]
+    for noise in [(i, 2 * i + 1) for i in range(10)]:
+        tokens, log_probs = server._generate_batch([prompt], key, [noise])[0]
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1] / 0.7
+        top = logits.topk(5, dim=-1)
+        for t, (token, lp) in enumerate(zip(tokens, log_probs)):
+            assert token in top.indices[t].tolist()
+            expected = torch.log_softmax(top.values[t], -1)[top.indices[t].tolist().index(token)]
+            assert abs(lp - float(expected)) < 1e-4
+
+
+def test_passk_scoring_draws_belong_to_the_prompt_and_sample_not_to_the_batch(tiny_model):
+    """pass@k scoring (launch.compare.sample_correct_counts) draws sample j of a prompt from its own keyed stream:
+    the counts do not depend on how the prompts are batched, and another seed draws others."""
+    import pandas as pd
+
+    from rlvr_recipes.launch.compare import sample_correct_counts
+
+    def score(seed, batch_prompts, record=None):
+        return sample_correct_counts(tiny_model["model"], tiny_model["test"], compute_score, 4, 4, seed=seed,
+                                     batch_prompts=batch_prompts, record=record)
+
+    first, by_two = {}, {}
+    counts = score(0, 64, first)
+    assert len(counts) == len(pd.read_parquet(tiny_model["test"]))
+    assert (score(0, 2, by_two) == counts).all() and by_two == first
+    other = {}
+    score(1, 64, other)
+    assert other["tokens"] != first["tokens"]
+
+
 def test_server_greedy_is_deterministic_and_respects_max_tokens(tiny_model):
     server = _server(tiny_model)
     params = {"temperature": 0.0, "max_tokens": 2}

@@ -7,7 +7,9 @@ pinned stack on a CPU-only machine (see docs/cpu.md). This module provides the s
 - :class:`HFServer`, one Ray actor per rollout replica: holds a copy of the policy, batches the concurrent
   token-in/token-out ``generate`` requests of verl's agent loop (requests that arrive within ``batch_wait_s`` of
   each other and share sampling parameters run as one left-padded ``generate`` call), and reports the processed
-  log-probabilities of the sampled tokens when asked (``logprobs_mode=processed_logprobs``, as vLLM);
+  log-probabilities of the sampled tokens when asked (``logprobs_mode=processed_logprobs``, as vLLM). Each request
+  draws its tokens from a random stream of its own (:mod:`rlvr_recipes.cpu_backend.sampling`), so its answer does
+  not depend on which other requests shared its batch: two runs of one seed sample the same answers;
 - :class:`HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that launches it next to the
   trainer's workers (hybrid mode) or in a colocated resource pool;
 - :class:`HFServerAdapter`, the in-worker :class:`~verl.workers.rollout.base.BaseRollout` through which verl's
@@ -30,8 +32,11 @@ from typing import Any, Generator, Optional
 import ray
 import torch
 
+from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+
+from rlvr_recipes.cpu_backend.sampling import keyed_gumbel_choice, request_key
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +83,47 @@ class SamplingKey:
 class _Request:
     prompt_ids: list[int]
     key: SamplingKey
+    noise_key: tuple[int, int]
     future: asyncio.Future = field(repr=False)
+
+
+class KeyedSampler(LogitsProcessor):
+    """The last logits processor of a sampled ``generate`` call run in greedy mode: draws each row's token from its
+    own keyed stream (:func:`~rlvr_recipes.cpu_backend.sampling.keyed_gumbel_choice`) out of the processed scores,
+    records the token's processed log-probability, and leaves only that token for ``generate``'s argmax."""
+
+    def __init__(self, noise_keys: torch.Tensor, prompt_width: int) -> None:
+        self.noise_keys = noise_keys
+        self.prompt_width = prompt_width
+        self.tokens: list[torch.Tensor] = []
+        self.log_probs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        log_probs = torch.log_softmax(scores.float(), dim=-1)
+        choice = keyed_gumbel_choice(log_probs, self.noise_keys, input_ids.shape[1] - self.prompt_width)
+        self.tokens.append(choice)
+        self.log_probs.append(log_probs.gather(-1, choice[:, None]).squeeze(-1))
+        forced = torch.full_like(scores, float("-inf"))
+        return forced.scatter_(-1, choice[:, None], 0.0)
+
+
+def keyed_sampling(noise_keys: list[tuple[int, int]], prompt_width: int, temperature: float = 1.0, top_k: int = -1,
+                   top_p: float = 1.0) -> tuple[LogitsProcessorList, KeyedSampler]:
+    """The logits processors of a sampled ``generate`` call whose rows draw from their own keyed streams: the warpers
+    (temperature, top-k, top-p, in vLLM's and ``generate``'s order; ``top_k`` <= 0 and ``top_p`` 1 are off), then
+    the :class:`KeyedSampler` (returned as well: it holds the drawn tokens' processed log-probs). Pass the list as
+    ``logits_processor`` with ``do_sample=False``."""
+    if temperature <= 0:
+        raise ValueError(f"keyed sampling needs a temperature above 0, got {temperature}")
+    sampler = KeyedSampler(torch.tensor(noise_keys, dtype=torch.int64), prompt_width)
+    processors: list[LogitsProcessor] = []
+    if temperature != 1.0:
+        processors.append(TemperatureLogitsWarper(temperature))
+    if top_k > 0:
+        processors.append(TopKLogitsWarper(top_k=top_k))
+    if top_p < 1.0:
+        processors.append(TopPLogitsWarper(top_p=top_p))
+    return LogitsProcessorList([*processors, sampler]), sampler
 
 
 class HFServer:
@@ -118,7 +163,10 @@ class HFServer:
         self.response_length = int(_get(config, "response_length", 512))
         self.max_model_len = int(_get(config, "max_model_len", None) or self.prompt_length + self.response_length)
         self.max_batch = int(_get(config, "max_num_seqs", 256) or 256)
-        torch.manual_seed(int(_get(config, "seed", 0)) + replica_rank)
+        self.seed = int(_get(config, "seed", 0)) + replica_rank
+        torch.manual_seed(self.seed)
+        self._occurrences: dict[tuple[int, ...], int] = {}  # prompt -> requests seen in the current step
+        self._occurrence_step: Optional[int] = None
         self._pending: list[_Request] = []
         self._flush_task: Optional[asyncio.Task] = None
         self._model_lock = asyncio.Lock()
@@ -167,7 +215,7 @@ class HFServer:
         prompt = [int(t) for t in prompt_ids]
         key = self._sampling_key(len(prompt), dict(sampling_params))
         future = asyncio.get_running_loop().create_future()
-        self._pending.append(_Request(prompt, key, future))
+        self._pending.append(_Request(prompt, key, self._noise_key(prompt), future))
         if self._flush_task is None or self._flush_task.done():
             self._flush_task = asyncio.create_task(self._flush_after_wait())
         token_ids, log_probs = await future
@@ -177,6 +225,16 @@ class HFServer:
             stop_reason="completed",
             extra_fields={"global_steps": self.global_steps},
         )
+
+    def _noise_key(self, prompt: list[int]) -> tuple[int, int]:
+        """The request's :func:`~rlvr_recipes.cpu_backend.sampling.request_key`: seed, step, prompt and how many
+        requests for this prompt came before it in this step (the count restarts when the step changes)."""
+        step = -1 if self.global_steps is None else int(self.global_steps)
+        if step != self._occurrence_step:
+            self._occurrences, self._occurrence_step = {}, step
+        occurrence = self._occurrences.get(tuple(prompt), 0)
+        self._occurrences[tuple(prompt)] = occurrence + 1
+        return request_key(self.seed, step, prompt, occurrence)
 
     async def _flush_after_wait(self) -> None:
         """Collect requests until none arrives for ``batch_wait_s``, then run them batch by batch."""
@@ -193,7 +251,9 @@ class HFServer:
                 for start in range(0, len(group), self.max_batch):
                     chunk = group[start : start + self.max_batch]
                     try:
-                        results = await asyncio.to_thread(self._generate_batch, [r.prompt_ids for r in chunk], key)
+                        results = await asyncio.to_thread(
+                            self._generate_batch, [r.prompt_ids for r in chunk], key, [r.noise_key for r in chunk]
+                        )
                     except Exception as exc:  # every waiting request sees the error
                         for r in chunk:
                             if not r.future.done():
@@ -207,9 +267,13 @@ class HFServer:
 
     @torch.no_grad()
     def _generate_batch(
-        self, prompts: list[list[int]], key: SamplingKey
+        self, prompts: list[list[int]], key: SamplingKey, noise_keys: list[tuple[int, int]]
     ) -> list[tuple[list[int], Optional[list[float]]]]:
-        """Left-pad ``prompts``, run one ``generate`` and cut each response after its first end-of-sequence token."""
+        """Left-pad ``prompts``, run one ``generate`` and cut each response after its first end-of-sequence token.
+
+        A sampled call (temperature above 0) runs ``generate`` in greedy mode with the warpers (temperature, top-k,
+        top-p, in vLLM's and ``generate``'s order) and :class:`KeyedSampler` as its last logits processors, so each
+        row ``i`` draws from the stream of ``noise_keys[i]`` (:meth:`_noise_key`)."""
         t0 = time.perf_counter()
         lengths = torch.tensor([len(p) for p in prompts])
         width = int(lengths.max())
@@ -220,24 +284,30 @@ class HFServer:
         do_sample = key.temperature > 0
         gen_kwargs: dict[str, Any] = dict(
             max_new_tokens=key.max_tokens,
-            do_sample=do_sample,
+            do_sample=False,  # a sampled call draws in KeyedSampler; generate's argmax then takes its token
+            temperature=None,
+            top_p=None,
+            top_k=None,
             pad_token_id=self.pad_id,
             eos_token_id=None if key.ignore_eos else (self.eos_ids or None),
             return_dict_in_generate=True,
-            output_scores=key.logprobs,
             repetition_penalty=key.repetition_penalty,
         )
         if key.ignore_eos:
             gen_kwargs["min_new_tokens"] = key.max_tokens
+        sampler = None
         if do_sample:
-            gen_kwargs.update(temperature=key.temperature, top_p=key.top_p, top_k=key.top_k if key.top_k > 0 else 0)
+            processors, sampler = keyed_sampling(noise_keys, width, key.temperature, key.top_k, key.top_p)
+            gen_kwargs["logits_processor"] = processors
         else:
-            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+            gen_kwargs["output_scores"] = key.logprobs
         out = self.model.generate(input_ids=ids, attention_mask=mask, **gen_kwargs)
         new = out.sequences[:, width:]
         logp = None
-        if key.logprobs and out.scores:
-            scores = torch.stack(out.scores, dim=1).float()  # (batch, steps, vocab), processed by the warpers
+        if key.logprobs and sampler is not None and sampler.log_probs:
+            logp = torch.stack(sampler.log_probs, dim=1)  # (batch, steps): processed log-probs of the drawn tokens
+        elif key.logprobs and out.scores:
+            scores = torch.stack(out.scores, dim=1).float()  # (batch, steps, vocab), greedy: the raw scores
             logp = torch.log_softmax(scores, dim=-1).gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
         # each response ends after its first end-of-sequence token (generate pads the rest)
         ends = torch.full((new.shape[0],), new.shape[1], dtype=torch.long)

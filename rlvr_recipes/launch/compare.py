@@ -76,6 +76,9 @@ EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                       ("agrae_dapo_001", "dapo_001", "001 Table 2 (DAPO + A-GRAE row)", ("pass1", "passk")),
                       ("agrae_drgrpo", "drgrpo", "001 Table 2 (Dr.GRPO + A-GRAE row)", ("pass1", "passk")))
 #: (baseline, paper): CW-GRPO's accuracy claims
+#: the step in the keys of pass@k scoring's draws (the rollout server's keys use the trainer steps, -1 before the first
+#: weight sync), so that scoring never reuses a rollout's stream
+SCORING_STEP = -2
 CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 
 
@@ -102,7 +105,10 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
                           record: Optional[dict[str, list]] = None) -> np.ndarray:
     """``(P,)`` number of correct responses among ``samples`` sampled (temperature 1.0) for each held-out prompt.
 
-    Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does. With
+    Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does. Sample
+    ``j`` of a prompt draws from the stream keyed by (``seed``, the prompt's tokens, ``j``)
+    (:func:`rlvr_recipes.cpu_backend.rollout.keyed_sampling`), so two models scored with one seed share their draws
+    (the same answer wherever their distributions agree) and a score does not depend on the batch. With
     ``record``, its ``"tokens"`` list gets each response's length in tokens (end-of-sequence included) and its
     ``"distinct_correct"`` list each prompt's number of distinct correct responses.
     """
@@ -110,7 +116,9 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(seed)
+    from rlvr_recipes.cpu_backend.rollout import keyed_sampling
+    from rlvr_recipes.cpu_backend.sampling import request_key
+
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     df = pd.read_parquet(data_path)
@@ -120,9 +128,13 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
         chunk = prompts[start : start + batch_prompts]
         enc = tokenizer([p for p in chunk for _ in range(samples)], return_tensors="pt", padding=True,
                         add_special_tokens=False)
+        keys = [request_key(seed, SCORING_STEP, ids[mask.bool()].tolist(), j % samples)
+                for j, (ids, mask) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]
+        processors, _ = keyed_sampling(keys, enc["input_ids"].shape[1])
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=1.0, top_k=None,
-                                 top_p=None, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
+                                 top_p=None, logits_processor=processors, pad_token_id=tokenizer.pad_token_id,
+                                 eos_token_id=tokenizer.eos_token_id)
         generated = out[:, enc["input_ids"].shape[1] :]
         texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
         correct: dict[int, set[str]] = defaultdict(set)
@@ -302,7 +314,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         except Exception as exc:
             raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
         outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),
-                                   "settings": {**run_settings, "method": spec.method, "seed": spec.seed}}
+                                   "settings": {**run_settings, "method": spec.method, "seed": spec.seed},
+                                   # rollouts and pass@k scoring drew from keyed streams (cpu_backend/sampling.py)
+                                   "keyed_draws": True}
         os.replace(os.path.join(metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
                    os.path.join(spec.out, "metrics.jsonl"))
         counts = sample_correct_counts(spec.final_model, paths["test"], reward_fn, passk_samples, max_new,
@@ -319,6 +333,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         with open(os.path.join(spec.out, "done.json")) as f:
             done = json.load(f)
         runs[spec.method].append({**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
+                                  "keyed_draws": bool(done.get("keyed_draws")),
                                   "passk_end": {int(k): v for k, v in done["passk_end"].items()},
                                   "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}})
     summary = summarise(runs, start_passk)
@@ -391,7 +406,14 @@ def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict
     return {"table": table, "start_passk": {str(k): v for k, v in start.items()},
             "change_from_start": {m: {f"pass@{k}": paired_change(passk_change(rs, start_passk, k)) for k in (1, kmax)}
                                   for m, rs in runs.items()},
-            "claims": claims(runs, table, kmax)}
+            "claims": claims(runs, table, kmax), "paired_by_seed": paired_by_seed(runs)}
+
+
+def paired_by_seed(runs: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether every run drew from keyed streams, so that runs of one seed share their draws and two methods are
+    compared seed by seed (:func:`_diff_verdict`). Runs made before the keyed draws (no ``keyed_draws`` in their
+    ``done.json``) were drawn from one stream per batch, and are independent samples."""
+    return bool(runs) and all(r.get("keyed_draws") for rs in runs.values() for r in rs)
 
 
 def passk_change(rs: list[dict[str, Any]], start_passk: dict[int, dict[int, float]], k: int = 1) -> list[float]:
@@ -443,10 +465,20 @@ def welch_test(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> d
     return {"d": d, "se": se, "df": df, **_t_interval(d, se, df, level)}
 
 
-def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple[str, str]:
+def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: bool = False) -> tuple[str, str]:
     """Whether mean(a) beats mean(b) in the claimed direction: ``held`` when the whole 95 % interval of the difference
-    (:func:`welch_test`, seeds as samples) lies on the claimed side of 0, ``did not hold`` when it lies on the other
-    side, otherwise (or with a single seed) ``cannot be judged``."""
+    lies on the claimed side of 0, ``did not hold`` when it lies on the other side, otherwise (or with a single seed)
+    ``cannot be judged``.
+
+    The interval is Welch's (:func:`welch_test`, seeds as independent samples), or with ``paired`` the paired t-test's
+    (:func:`paired_change` of ``a[i] - b[i]``; ``a`` and ``b`` aligned by seed): runs of one seed that share their
+    random draws (keyed rollouts and scoring, :mod:`rlvr_recipes.cpu_backend.sampling`) are pairs, not independent
+    samples, and the difference within a seed is what their noise leaves of the methods' difference."""
+    if paired:
+        if len(a) != len(b):
+            raise ValueError(f"a paired test needs one value per seed on each side, got {len(a)} and {len(b)}")
+        kept = [(x, y) for x, y in zip(a, b) if math.isfinite(x) and math.isfinite(y)]
+        a, b = [x for x, _ in kept], [y for _, y in kept]
     a = [x for x in a if math.isfinite(x)]
     b = [x for x in b if math.isfinite(x)]
     if not a or not b:
@@ -454,11 +486,17 @@ def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool) -> tuple
     detail = f"{np.mean(a):.3f} vs {np.mean(b):.3f}"
     if len(a) < 2 or len(b) < 2:
         return "cannot be judged", detail + " (one seed: no noise estimate)"
-    t = welch_test(a, b)
-    df = "inf" if math.isinf(t["df"]) else f"{t['df']:.1f}"
-    detail += (f": difference {t['d']:+.3f}, 95 % interval [{t['low']:+.3f}, {t['high']:+.3f}] (Welch t-test, "
-               f"df {df}, p = {t['p']:.3g}, {len(a)} and {len(b)} seeds)")
-    low, high = (t["low"], t["high"]) if higher else (-t["high"], -t["low"])
+    if paired:
+        c = paired_change([x - y for x, y in zip(a, b)])
+        d, low, high = c["mean"], c["low"], c["high"]
+        test = f"paired t-test by seed, df {len(a) - 1}, p = {c['p']:.3g}, {len(a)} seeds with shared draws"
+    else:
+        t = welch_test(a, b)
+        d, low, high = t["d"], t["low"], t["high"]
+        df = "inf" if math.isinf(t["df"]) else f"{t['df']:.1f}"
+        test = f"Welch t-test, df {df}, p = {t['p']:.3g}, {len(a)} and {len(b)} seeds"
+    detail += f": difference {d:+.3f}, 95 % interval [{low:+.3f}, {high:+.3f}] ({test})"
+    low, high = (low, high) if higher else (-high, -low)
     if low > 0:
         return "held", detail
     if high < 0:
@@ -475,6 +513,15 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
 
     def per_seed(method: str, fn: Callable[[dict[str, Any]], float]) -> list[float]:
         return [fn(r) for r in runs.get(method, [])]
+
+    paired = paired_by_seed(runs)
+
+    def versus(method: str, base: str, fn: Callable[[dict[str, Any]], float], higher: bool) -> tuple[str, str]:
+        if not paired:
+            return _diff_verdict(per_seed(method, fn), per_seed(base, fn), higher)
+        mine, theirs = ({r["seed"]: fn(r) for r in runs[m]} for m in (method, base))
+        seeds = sorted(set(mine) & set(theirs))
+        return _diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
 
     mean_of = lambda key: (lambda r: float(np.mean(list(r["curves"][key].values()))) if r["curves"][key] else float("nan"))  # noqa: E731
     tail_of = lambda key: (lambda r: _tail_mean(r["curves"][key]))  # noqa: E731
@@ -512,10 +559,9 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
 
     if "grpo" not in runs:
         return out
-    g = lambda fn: per_seed("grpo", fn)  # noqa: E731
     if "avspo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
-            _diff_verdict(per_seed("avspo", mean_of("acr/effective_acr")), g(mean_of("acr/effective_acr")), higher=False))
+            versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
     # each figure an exploration claim can name: (the claim's wording, the run's value); higher is the claim
     exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
         "entropy": ("keeps entropy above", tail_of("actor/entropy")),
@@ -526,22 +572,21 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         if method in runs and base in runs:
             for figure, (wording, per_run) in exploration_figures.items():
                 if figure in figures:
-                    add(f"{method} {wording} {base}", source,
-                        _diff_verdict(per_seed(method, per_run), per_seed(base, per_run), higher=True))
+                    add(f"{method} {wording} {base}", source, versus(method, base, per_run, higher=True))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
-            _diff_verdict(per_seed("cw_grpo", std_of), g(std_of), higher=False))
+            versus("cw_grpo", "grpo", std_of, higher=False))
         final_val = lambda r: _tail_mean(r["curves"]["val"])  # noqa: E731
         names = {"grpo": "GRPO", "clip_cov": "Clip-Cov"}
         for base, source in CW_GRPO_BASELINES:
             if base in runs:
                 add(f"CW-GRPO ends with higher held-out accuracy than {names[base]}", source,
-                    _diff_verdict(per_seed("cw_grpo", final_val), per_seed(base, final_val), higher=True))
+                    versus("cw_grpo", base, final_val, higher=True))
     if "aapo" in runs:
         gap = lambda r: mean_of("acr/acr")(r) - mean_of("acr/effective_acr")(r)  # noqa: E731
         add("AAPO's margin gives non-zero advantages in collapsed groups (ACR minus effective ACR above GRPO's)",
-            "002 Fig. 1-2", _diff_verdict(per_seed("aapo", gap), g(gap), higher=True))
+            "002 Fig. 1-2", versus("aapo", "grpo", gap, higher=True))
     return out
 
 
@@ -672,8 +717,11 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     lines += _change_table(summary["change_from_start"])
     lines += ["",
               "## The papers' claims at this scale", "",
-              "A claim held when the 95 % interval of the difference (Welch's t-test, seeds as samples) lies on the "
-              "claimed side of 0, did not hold when it lies on the other side, and cannot be judged when it holds 0. "
+              "A claim held when the 95 % interval of the difference ("
+              + ("the paired t-test by seed: every run drew its rollouts and its pass@k samples from keyed streams, "
+                 "so the runs of one seed share their draws" if summary.get("paired_by_seed")
+                 else "Welch's t-test, seeds as samples")
+              + ") lies on the claimed side of 0, did not hold when it lies on the other side, and cannot be judged when it holds 0. "
               "Each claim is one test at the 5 % level; with this many claims in one report, about one in twenty "
               "verdicts on a true null would come out decided by chance.", "",
               "| claim | paper | here | evidence |", "|---|---|---|---|"]
