@@ -31,12 +31,10 @@ from typing import Any, Generator, Optional
 
 import ray
 import torch
-
-from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
-from rlvr_recipes.cpu_backend.sampling import keyed_gumbel_choice, request_key
+from rlvr_recipes.cpu_backend.sampling import keyed_sampling, request_key
 
 logger = logging.getLogger(__name__)
 
@@ -85,45 +83,6 @@ class _Request:
     key: SamplingKey
     noise_key: tuple[int, int]
     future: asyncio.Future = field(repr=False)
-
-
-class KeyedSampler(LogitsProcessor):
-    """The last logits processor of a sampled ``generate`` call run in greedy mode: draws each row's token from its
-    own keyed stream (:func:`~rlvr_recipes.cpu_backend.sampling.keyed_gumbel_choice`) out of the processed scores,
-    records the token's processed log-probability, and leaves only that token for ``generate``'s argmax."""
-
-    def __init__(self, noise_keys: torch.Tensor, prompt_width: int) -> None:
-        self.noise_keys = noise_keys
-        self.prompt_width = prompt_width
-        self.tokens: list[torch.Tensor] = []
-        self.log_probs: list[torch.Tensor] = []
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        log_probs = torch.log_softmax(scores.float(), dim=-1)
-        choice = keyed_gumbel_choice(log_probs, self.noise_keys, input_ids.shape[1] - self.prompt_width)
-        self.tokens.append(choice)
-        self.log_probs.append(log_probs.gather(-1, choice[:, None]).squeeze(-1))
-        forced = torch.full_like(scores, float("-inf"))
-        return forced.scatter_(-1, choice[:, None], 0.0)
-
-
-def keyed_sampling(noise_keys: list[tuple[int, int]], prompt_width: int, temperature: float = 1.0, top_k: int = -1,
-                   top_p: float = 1.0) -> tuple[LogitsProcessorList, KeyedSampler]:
-    """The logits processors of a sampled ``generate`` call whose rows draw from their own keyed streams: the warpers
-    (temperature, top-k, top-p, in vLLM's and ``generate``'s order; ``top_k`` <= 0 and ``top_p`` 1 are off), then
-    the :class:`KeyedSampler` (returned as well: it holds the drawn tokens' processed log-probs). Pass the list as
-    ``logits_processor`` with ``do_sample=False``."""
-    if temperature <= 0:
-        raise ValueError(f"keyed sampling needs a temperature above 0, got {temperature}")
-    sampler = KeyedSampler(torch.tensor(noise_keys, dtype=torch.int64), prompt_width)
-    processors: list[LogitsProcessor] = []
-    if temperature != 1.0:
-        processors.append(TemperatureLogitsWarper(temperature))
-    if top_k > 0:
-        processors.append(TopKLogitsWarper(top_k=top_k))
-    if top_p < 1.0:
-        processors.append(TopPLogitsWarper(top_p=top_p))
-    return LogitsProcessorList([*processors, sampler]), sampler
 
 
 class HFServer:
@@ -272,8 +231,8 @@ class HFServer:
         """Left-pad ``prompts``, run one ``generate`` and cut each response after its first end-of-sequence token.
 
         A sampled call (temperature above 0) runs ``generate`` in greedy mode with the warpers (temperature, top-k,
-        top-p, in vLLM's and ``generate``'s order) and :class:`KeyedSampler` as its last logits processors, so each
-        row ``i`` draws from the stream of ``noise_keys[i]`` (:meth:`_noise_key`)."""
+        top-p, in vLLM's and ``generate``'s order) and :class:`~rlvr_recipes.cpu_backend.sampling.KeyedSampler` as
+        its last logits processors, so row ``i`` draws from the stream of ``noise_keys[i]`` (:meth:`_noise_key`)."""
         t0 = time.perf_counter()
         lengths = torch.tensor([len(p) for p in prompts])
         width = int(lengths.max())

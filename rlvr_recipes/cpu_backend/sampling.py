@@ -22,6 +22,8 @@ import struct
 from typing import Sequence
 
 import torch
+from transformers import (LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
+                          TopPLogitsWarper)
 
 _MASK32 = 0xFFFFFFFF
 
@@ -91,3 +93,40 @@ def keyed_gumbel_choice(log_probs: torch.Tensor, keys: torch.Tensor, position: i
     """
     gumbel = -torch.log(-torch.log(keyed_uniform(keys, position, log_probs.shape[-1])))
     return torch.argmax(log_probs.to(torch.float64) + gumbel, dim=-1)
+
+
+class KeyedSampler(LogitsProcessor):
+    """The last logits processor of a sampled ``generate`` call run in greedy mode: draws each row's token from its
+    own keyed stream (:func:`~rlvr_recipes.cpu_backend.sampling.keyed_gumbel_choice`) out of the processed scores,
+    records the token's processed log-probability, and leaves only that token for ``generate``'s argmax."""
+
+    def __init__(self, noise_keys: torch.Tensor, prompt_width: int) -> None:
+        self.noise_keys = noise_keys
+        self.prompt_width = prompt_width
+        self.log_probs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        log_probs = torch.log_softmax(scores.float(), dim=-1)
+        choice = keyed_gumbel_choice(log_probs, self.noise_keys, input_ids.shape[1] - self.prompt_width)
+        self.log_probs.append(log_probs.gather(-1, choice[:, None]).squeeze(-1))
+        forced = torch.full_like(scores, float("-inf"))
+        return forced.scatter_(-1, choice[:, None], 0.0)
+
+
+def keyed_sampling(noise_keys: list[tuple[int, int]], prompt_width: int, temperature: float = 1.0, top_k: int = -1,
+                   top_p: float = 1.0) -> tuple[LogitsProcessorList, KeyedSampler]:
+    """The logits processors of a sampled ``generate`` call whose rows draw from their own keyed streams: the warpers
+    (temperature, top-k, top-p, in vLLM's and ``generate``'s order; ``top_k`` <= 0 and ``top_p`` 1 are off), then
+    the :class:`KeyedSampler` (returned as well: it holds the drawn tokens' processed log-probs). Pass the list as
+    ``logits_processor`` with ``do_sample=False``."""
+    if temperature <= 0:
+        raise ValueError(f"keyed sampling needs a temperature above 0, got {temperature}")
+    sampler = KeyedSampler(torch.tensor(noise_keys, dtype=torch.int64), prompt_width)
+    processors: list[LogitsProcessor] = []
+    if temperature != 1.0:
+        processors.append(TemperatureLogitsWarper(temperature))
+    if top_k > 0:
+        processors.append(TopKLogitsWarper(top_k=top_k))
+    if top_p < 1.0:
+        processors.append(TopPLogitsWarper(top_p=top_p))
+    return LogitsProcessorList([*processors, sampler]), sampler

@@ -9,9 +9,13 @@ Each method x seed is one run of verl's trainer (``main_ppo``'s ``run_ppo`` with
 go to every run). Every run of one comparison shares one Ray cluster, started by the first run, so its start-up is
 paid once. Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
-(``rollout.seed``); the warm-started initial model is the same for every seed. Two runs of one seed are not
-bit-identical: the rollout server batches requests as they arrive, so which random draws a sample gets depends on
-timing (docs/lab.md, "The comparison"); seeds are replicates, not replays. A run that finished (its
+(``rollout.seed``); the warm-started initial model is the same for every seed. The rollout server and the pass@k
+scoring draw each sample from a stream keyed by the seed, the step, the prompt and the sample
+(:mod:`rlvr_recipes.cpu_backend.sampling`), so a run of one seed replays (its answers do not depend on how requests
+were batched; sums over the batch may differ in the last digits), and the runs of two methods at one seed share their
+draws: the report then compares two methods seed by seed, by the paired t-test (:func:`_diff_verdict`; docs/lab.md,
+"Shared draws"). Runs made before the keyed draws (no ``keyed_draws`` in their ``done.json``) are independent
+samples and are compared by Welch's test. A run that finished (its
 ``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped; a run whose workers
 lost the race for their rendezvous port is run again (:func:`rlvr_recipes.launch.cpu_run.cluster_run`).
 
@@ -107,7 +111,7 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
 
     Prompts are rendered by the model's chat template with a generation prompt, as verl's agent loop does. Sample
     ``j`` of a prompt draws from the stream keyed by (``seed``, the prompt's tokens, ``j``)
-    (:func:`rlvr_recipes.cpu_backend.rollout.keyed_sampling`), so two models scored with one seed share their draws
+    (:func:`rlvr_recipes.cpu_backend.sampling.keyed_sampling`), so two models scored with one seed share their draws
     (the same answer wherever their distributions agree) and a score does not depend on the batch. With
     ``record``, its ``"tokens"`` list gets each response's length in tokens (end-of-sequence included) and its
     ``"distinct_correct"`` list each prompt's number of distinct correct responses.
@@ -116,8 +120,7 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr_recipes.cpu_backend.rollout import keyed_sampling
-    from rlvr_recipes.cpu_backend.sampling import request_key
+    from rlvr_recipes.cpu_backend.sampling import keyed_sampling, request_key
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
