@@ -1,7 +1,8 @@
 """What shared draws buy a comparison (docs/lab.md, "Shared draws: the methods compared seed by seed").
 
-For a comparison made with keyed draws (every run's ``done.json`` has ``"keyed_draws": true``), this script prints
-and writes to ``--json``:
+For a comparison made with keyed draws (every run's ``done.json`` has ``"keyed_draws": true``), or as a control one
+made before them (whose runs of one seed share the data order and the initial model but no draws), this script
+prints and writes to ``--json``:
 
 - how many answers two methods sampled alike at one seed, at steps 1, 10, 25 and the last (the rollouts dumped by
   each run; answers compared as multisets of (prompt, answer) pairs, so the order of arrival does not count);
@@ -10,7 +11,8 @@ and writes to ``--json``:
   (:func:`rlvr_recipes.launch.compare.paired_change`), with their standard errors, the ratio Welch / paired, and the
   correlation across seeds of the two methods' values.
 
-    python benchmarks/lab_pairing.py --out runs/lab_paired --json benchmarks/lab_paired_summary.json
+    python benchmarks/lab_pairing.py --out runs/lab_paired --json benchmarks/lab_paired_pairing.json
+    python benchmarks/lab_pairing.py --out runs/lab_replication      # the control: the same methods, no shared draws
 """
 
 from __future__ import annotations
@@ -73,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     runs = load(args.out)
-    unkeyed = [f"{m} seed {s}" for m, rs in runs.items() for s, r in rs.items() if not r["keyed_draws"]]
-    if unkeyed:
-        print(f"{args.out}: runs made without keyed draws ({', '.join(unkeyed)}): they share no draws", file=sys.stderr)
-        return 2
-    result: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "shared_answers": {}, "tests": []}
+    keyed = all(r["keyed_draws"] for rs in runs.values() for r in rs.values())
+    result: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "keyed_draws": keyed, "shared_answers": {},
+                              "tests": []}
+    print(f"{args.out}: " + ("every run drew keyed" if keyed else
+                             "runs made without keyed draws: the control, whose runs of one seed share no draws"))
 
     print("Answers sampled alike at one seed (of each step's batch):")
     for method in sorted(set(runs) - {"grpo"}):
@@ -96,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         if method not in runs or base not in runs:
             continue
         seeds = sorted(set(runs[method]) & set(runs[base]))
+        if len(seeds) < 2:
+            print(f"  {method} vs {base}, {name}: {len(seeds)} seed(s) with both methods, no test")
+            continue
         fn = figure_of(name)
         a, b = [fn(runs[method][s]) for s in seeds], [fn(runs[base][s]) for s in seeds]
         welch, paired = welch_test(a, b), paired_change([x - y for x, y in zip(a, b)])

@@ -80,10 +80,10 @@ EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                       ("agrae_dapo_001", "dapo_001", "001 Table 2 (DAPO + A-GRAE row)", ("pass1", "passk")),
                       ("agrae_drgrpo", "drgrpo", "001 Table 2 (Dr.GRPO + A-GRAE row)", ("pass1", "passk")))
 #: (baseline, paper): CW-GRPO's accuracy claims
+CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 #: the step in the keys of pass@k scoring's draws (the rollout server's keys use the trainer steps, -1 before the first
 #: weight sync), so that scoring never reuses a rollout's stream
 SCORING_STEP = -2
-CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 
 
 def val_key(data: dict[str, float]) -> Optional[str]:
