@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import CW_GRPO_BASELINES, EXPLORATION_CLAIMS, RunSpec, welch_test
+from rlvr_recipes.launch.compare import CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs, welch_test
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
@@ -48,21 +48,6 @@ def figures(props: dict[str, Any]) -> dict[str, float]:
     passk = props["pass@k"]
     return {"pass@1": props["pass@1"], "pass@8": passk.get(8, passk.get("8", math.nan)),
             "pass@max": passk[max(passk, key=int)], "at_0": props["at_0"], "above_0.95": props["above_0.95"]}
-
-
-def finished_runs(out: str) -> dict[str, list[RunSpec]]:
-    """``{method: [RunSpec, ...]}`` of the runs of comparison ``out`` that finished (their ``done.json``)."""
-    runs: dict[str, list[RunSpec]] = {}
-    root = os.path.join(out, "runs")
-    for method in sorted(os.listdir(root)):
-        for name in sorted(os.listdir(os.path.join(root, method))):
-            done = os.path.join(root, method, name, "done.json")
-            if not (name.startswith("seed") and os.path.exists(done)):
-                continue
-            with open(done) as f:
-                steps = json.load(f)["settings"]["steps"]
-            runs.setdefault(method, []).append(RunSpec(method, int(name[4:]), steps, os.path.join(root, method, name)))
-    return runs
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import RunSpec, _tail_mean, collect, paired_change, welch_test
+from rlvr_recipes.launch.compare import _tail_mean, finished_runs, load_run, paired_change, welch_test
 
 #: (method, baseline, figure): the report's claims on these pairs (launch.compare.claims), each on its own figure
 PAIRS = (("cw_grpo", "grpo", "greedy accuracy (last 20 %)"), ("cw_grpo", "grpo", "entropy std over steps"),
@@ -45,22 +45,10 @@ def figure_of(name: str) -> Callable[[dict[str, Any]], float]:
 
 
 def load(out: str) -> dict[str, dict[int, dict[str, Any]]]:
-    """``{method: {seed: run}}`` of the finished runs of comparison ``out`` (their ``done.json`` and metrics)."""
-    runs: dict[str, dict[int, dict[str, Any]]] = {}
-    root = os.path.join(out, "runs")
-    for method in sorted(os.listdir(root)):
-        for name in sorted(os.listdir(os.path.join(root, method))):
-            path = os.path.join(root, method, name)
-            if not (name.startswith("seed") and os.path.exists(os.path.join(path, "done.json"))):
-                continue
-            with open(os.path.join(path, "done.json")) as f:
-                done = json.load(f)
-            seed = int(name[len("seed"):])
-            run = collect(RunSpec(method, seed, done["settings"]["steps"], path))
-            run.update(passk_end={int(k): v for k, v in done["passk_end"].items()}, path=path,
-                       keyed_draws=bool(done.get("keyed_draws")))
-            runs.setdefault(method, {})[seed] = run
-    return runs
+    """``{method: {seed: run}}`` of the finished runs of comparison ``out``, each as the report reads it
+    (:func:`rlvr_recipes.launch.compare.load_run`) with its folder."""
+    return {method: {spec.seed: {**load_run(spec), "path": spec.out} for spec in specs}
+            for method, specs in finished_runs(out).items()}
 
 
 def answers(path: str, step: int) -> Counter:
@@ -104,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         fn = figure_of(name)
         a, b = [fn(runs[method][s]) for s in seeds], [fn(runs[base][s]) for s in seeds]
         welch, paired = welch_test(a, b), paired_change([x - y for x, y in zip(a, b)])
-        paired_se = float(np.std(np.subtract(a, b), ddof=1)) / math.sqrt(len(seeds))
+        paired_se = paired["se"]
         row = {"method": method, "baseline": base, "figure": name, "seeds": seeds, "method_values": a,
                "baseline_values": b, "difference": paired["mean"],
                "welch": {"se": welch["se"], "low": welch["low"], "high": welch["high"], "p": welch["p"]},

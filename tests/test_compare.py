@@ -282,8 +282,10 @@ def test_paired_change_by_hand():
     half = 4.302653 * 0.1 / math.sqrt(3)
     assert (c["low"], c["high"]) == pytest.approx((0.2 - half, 0.2 + half), abs=1e-6)
     assert c["by_seed"] == pytest.approx([0.1, 0.2, 0.3])
+    assert c["se"] == pytest.approx(0.1 / math.sqrt(3))  # sd 0.1 (ddof 1) over sqrt(3)
     one = paired_change([-0.05])  # one seed: no noise estimate
     assert one["mean"] == pytest.approx(-0.05) and math.isnan(one["low"]) and math.isnan(one["p"])
+    assert math.isnan(one["se"])
     equal = paired_change([0.02, 0.02])
     assert (equal["low"], equal["high"], equal["p"]) == pytest.approx((0.02, 0.02, 0.0))
     assert paired_change([0.0, 0.0])["p"] == 1.0

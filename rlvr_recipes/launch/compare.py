@@ -249,6 +249,33 @@ def collect(spec: RunSpec) -> dict[str, Any]:
     return {"curves": out, "s_per_step": statistics.median(step_times) if step_times else float("nan")}
 
 
+def load_run(spec: RunSpec) -> dict[str, Any]:
+    """One finished run as the report reads it: its curves and step time (:func:`collect`) and what its ``done.json``
+    recorded (seconds, pass@k at the end, ACR by group size, whether its draws were keyed)."""
+    with open(os.path.join(spec.out, "done.json")) as f:
+        done = json.load(f)
+    return {**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
+            "keyed_draws": bool(done.get("keyed_draws")),
+            "passk_end": {int(k): v for k, v in done["passk_end"].items()},
+            "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}}
+
+
+def finished_runs(out: str) -> dict[str, list[RunSpec]]:
+    """``{method: [RunSpec, ...]}`` of the runs of comparison ``out`` that finished (their ``done.json``), found from
+    its folders, whatever command made them."""
+    runs: dict[str, list[RunSpec]] = {}
+    root = os.path.join(out, "runs")
+    for method in sorted(os.listdir(root)):
+        for name in sorted(os.listdir(os.path.join(root, method))):
+            done = os.path.join(root, method, name, "done.json")
+            if not (name.startswith("seed") and os.path.exists(done)):
+                continue
+            with open(done) as f:
+                steps = json.load(f)["settings"]["steps"]
+            runs.setdefault(method, []).append(RunSpec(method, int(name[4:]), steps, os.path.join(root, method, name)))
+    return runs
+
+
 def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
             passk_samples: int = 64, tiny_dir: Optional[str] = None, task: str = "addition",
             say: Callable[[str], None] = lambda s: print(s, flush=True), report_only: bool = False,
@@ -333,12 +360,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
 
     runs = defaultdict(list)
     for spec in specs:
-        with open(os.path.join(spec.out, "done.json")) as f:
-            done = json.load(f)
-        runs[spec.method].append({**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
-                                  "keyed_draws": bool(done.get("keyed_draws")),
-                                  "passk_end": {int(k): v for k, v in done["passk_end"].items()},
-                                  "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}})
+        runs[spec.method].append(load_run(spec))
     summary = summarise(runs, start_passk)
     run_s = [r["seconds"] for rs in runs.values() for r in rs]
     step_s = [r["s_per_step"] for rs in runs.values() for r in rs if math.isfinite(r["s_per_step"])]
@@ -429,15 +451,17 @@ def paired_change(diffs: Sequence[float], level: float = 0.95) -> dict[str, Any]
     p-value by the one-sample t-test of mean 0 (the paired t-test of end against start), ``df`` = n - 1
     (:func:`_t_interval`).
 
-    Returns ``{"by_seed", "mean", "low", "high", "p"}``; with one seed the interval and p are NaN (no noise estimate);
-    with all changes equal the interval is the point and p is 1 for 0, else 0.
+    Returns ``{"by_seed", "mean", "se", "low", "high", "p"}`` (``se``: the mean's standard error, sd with ddof 1 over
+    sqrt(n)); with one seed ``se``, the interval and p are NaN (no noise estimate); with all changes equal the interval
+    is the point and p is 1 for 0, else 0.
     """
     d = [float(x) for x in diffs if math.isfinite(x)]
     mean = float(np.mean(d)) if d else float("nan")
     if len(d) < 2:
-        return {"by_seed": d, "mean": mean, "low": float("nan"), "high": float("nan"), "p": float("nan")}
-    return {"by_seed": d, "mean": mean, **_t_interval(mean, float(np.std(d, ddof=1)) / math.sqrt(len(d)), len(d) - 1,
-                                                      level)}
+        return {"by_seed": d, "mean": mean, "se": float("nan"), "low": float("nan"), "high": float("nan"),
+                "p": float("nan")}
+    se = float(np.std(d, ddof=1)) / math.sqrt(len(d))
+    return {"by_seed": d, "mean": mean, "se": se, **_t_interval(mean, se, len(d) - 1, level)}
 
 
 def _t_interval(d: float, se: float, df: float, level: float) -> dict[str, float]:
@@ -724,7 +748,8 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
               + ("the paired t-test by seed: every run drew its rollouts and its pass@k samples from keyed streams, "
                  "so the runs of one seed share their draws" if summary.get("paired_by_seed")
                  else "Welch's t-test, seeds as samples")
-              + ") lies on the claimed side of 0, did not hold when it lies on the other side, and cannot be judged when it holds 0. "
+              + ") lies on the claimed side of 0, did not hold when it lies on the other side, and cannot be judged "
+              "when it holds 0. "
               "Each claim is one test at the 5 % level; with this many claims in one report, about one in twenty "
               "verdicts on a true null would come out decided by chance.", "",
               "| claim | paper | here | evidence |", "|---|---|---|---|"]
