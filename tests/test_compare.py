@@ -13,9 +13,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (_change_table, _diff_verdict, _seed_range, acr_by_group_size, check_kept_run,
-                                         claims, main, paired_change, passk_change, passk_curve, publish_report,
-                                         run_specs, series, welch_test, PUBLISH_END, PUBLISH_START)
+from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, RunSpec, _change_table, _diff_verdict,
+                                         _lanes_sentence, _seed_range, acr_by_group_size, check_kept_run, claims,
+                                         main, paired_change, passk_change, passk_curve, publish_report,
+                                         run_in_lanes, run_specs, series, welch_test)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
 
@@ -185,19 +186,23 @@ def small_countdown_build(out: str) -> None:
 
 @pytest.mark.e2e
 def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
-    """One real comparison on verl's trainer in one Ray cluster: GRPO and AAPO (which reads the build's reference
-    cache), 1 seed x 2 steps, on a small countdown build that ``--tiny-dir`` uses as it is; then resuming, a resume
-    with other settings, and ``--report-only``."""
+    """One real comparison on verl's trainer: GRPO and AAPO (which reads the build's reference cache), 1 seed x 2
+    steps, on a small countdown build that ``--tiny-dir`` uses as it is, the two runs at once in two lanes (each a
+    Ray cluster of its own); then resuming, a resume with other settings, and ``--report-only``."""
     small_countdown_build(str(tmp_path / "tiny"))
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps", "2",
-           "--passk-samples", "4", "--task", "countdown", "--tiny-dir", str(tmp_path / "tiny"), "--out", str(out)]
+           "--passk-samples", "4", "--task", "countdown", "--tiny-dir", str(tmp_path / "tiny"), "--out", str(out),
+           "--jobs", "2"]
+    # the lanes' Ray clusters shut down with them: one left behind would hold the output pipe open past the timeout
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "a build with its own settings, used as it is" in proc.stdout, proc.stdout[-2000:]
     assert "[compare] run 2/2: aapo seed 0: done" in proc.stdout
+    assert "[compare] run 1/2: grpo seed 0: training 2 steps, lane" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["table"]) == {"grpo", "aapo"}
+    assert (summary["setup"]["jobs"], summary["setup"]["trained_runs"]) == (2, 2)
     for method in ("grpo", "aapo"):
         run_dir = out / "runs" / method / "seed0"
         done = json.loads((run_dir / "done.json").read_text())
@@ -210,14 +215,15 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
     assert "aapo/margin_mean" in data  # AAPO drew its reference rewards from the cache
-    # keyed draws: at step 1 both methods hold the initial model, so one seed gives them the same answers
+    # keyed draws: at step 1 both methods hold the initial model, so one seed gives them the same answers (here from
+    # two Ray clusters at once)
     step1 = {m: Counter((r["input"], r["output"]) for r in map(json.loads, (out / "runs" / m / "seed0" / "rollouts" /
                                                                                "1.jsonl").read_text().splitlines()))
              for m in ("grpo", "aapo")}
     assert step1["grpo"] == step1["aapo"] and sum(step1["grpo"].values()) >= 8
     assert all(json.loads((out / "runs" / m / "seed0" / "done.json").read_text())["keyed_draws"] for m in step1)
     report = (out / "report.md").read_text()
-    assert "the paired t-test by seed" in report
+    assert "the paired t-test by seed" in report and "This command trained 2 runs 2 at a time" in report
     assert report.index("![curves]") < report.index("| method |") < report.index("| claim |")
     assert "| method | pass@1 change | pass@4 change |" in report  # against the initial model, paired by seed
     for png in ("curves.png", "passk.png", "acr_vs_group_size.png"):
@@ -417,3 +423,31 @@ def test_a_run_that_lost_its_rendezvous_port_is_run_again_after_a_clean():
     with pytest.raises(ValueError, match="bad key"):
         run_with_port_retry(broken, lambda: cleans.append(1), said.append, "run")
     assert cleans == []
+
+
+def test_lanes_stop_handing_out_runs_after_a_failure(tmp_path, capfd):
+    """Three runs in two lanes, every one failing at its config (an unknown method, before Ray starts): the first two
+    start at once, the failure is raised naming its run, and the third never starts."""
+    plan = RunPlan(paths={}, steps=1, extra=(), estimators=("grpo",), settings={}, metrics_root=str(tmp_path / "m"),
+                   reward_path="", reward_name="", passk_samples=4, max_new=8)
+    todo = [(f"[compare] run {i}/3: nosuch{i} seed 0", RunSpec(f"nosuch{i}", 0, 1, str(tmp_path / f"r{i}")))
+            for i in (1, 2, 3)]
+    said: list[str] = []
+    with pytest.raises(RuntimeError, match=r"nosuch[12] seed 0 failed: ValueError: unknown method 'nosuch[12]'"):
+        run_in_lanes(todo, plan, 2, said.append, 0.0)
+    printed = capfd.readouterr().out
+    assert "run 1/3: nosuch1 seed 0: training 1 steps, lane" in printed
+    assert "run 2/3: nosuch2 seed 0: training 1 steps, lane" in printed
+    assert "nosuch3" not in printed and not any("nosuch3" in line for line in said)
+    assert sum("failed; no new run starts" in line for line in said) == 2
+    assert not any((tmp_path / f"r{i}" / "done.json").exists() for i in (1, 2, 3))
+
+
+def test_lanes_sentence_only_when_runs_were_trained_in_lanes():
+    assert _lanes_sentence({"jobs": 1, "trained_runs": 10, "trained_wall_s": 600.0, "steps": 50}) == ""
+    assert _lanes_sentence({"jobs": 2, "trained_runs": 1, "trained_wall_s": 600.0, "steps": 50}) == ""
+    assert _lanes_sentence({"steps": 50}) == ""  # a summary written before lanes
+    # 930 s over 4 runs x 50 steps: 4.65 s a step
+    assert _lanes_sentence({"jobs": 2, "trained_runs": 4, "trained_wall_s": 930.0, "steps": 50}) == (
+        " This command trained 4 runs 2 at a time (one Ray cluster per lane) in 15.5 min of wall time: 4.65 s per "
+        "step trained, each run's start-up and pass@k scoring included.")

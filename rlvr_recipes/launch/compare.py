@@ -2,12 +2,13 @@
 the papers' claims checked against what the runs show.
 
     python -m rlvr_recipes.launch.compare --methods grpo,avspo,agrae,aapo,cw_grpo,grpo_n --seeds 3 --steps 40 [--out DIR]
-                             [--task addition|countdown] [--passk-samples 64] [-- KEY=VALUE ...]
+                             [--task addition|countdown] [--passk-samples 64] [--jobs 1] [-- KEY=VALUE ...]
 
 Each method x seed is one run of verl's trainer (``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1``, through
 :func:`rlvr_recipes.launch.cpu_run.cluster_run`) on the CPU and an embedded task (``--task``; ``KEY=VALUE`` overrides
 go to every run). Every run of one comparison shares one Ray cluster, started by the first run, so its start-up is
-paid once. Seed ``s`` sets the data order
+paid once; with ``--jobs J`` the runs are trained J at a time instead, each lane a process with a Ray cluster of its
+own (:func:`run_in_lanes`; docs/lab.md, "Lanes"). Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
 (``rollout.seed``); the warm-started initial model is the same for every seed. The rollout server and the pass@k
 scoring draw each sample from a stream keyed by the seed, the step, the prompt and the sample
@@ -276,21 +277,150 @@ def finished_runs(out: str) -> dict[str, list[RunSpec]]:
     return runs
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What every run of one comparison shares: the task's files (``paths``), the run length, the overrides given to
+    every run, verl's registered estimators, the settings a kept run must match (:func:`check_kept_run`), where verl's
+    file logger writes, the reward that scores pass@k (module path and name, loaded where the run is scored) and the
+    pass@k sampling (samples per prompt, response length)."""
+    paths: dict[str, str]
+    steps: int
+    extra: tuple[str, ...]
+    estimators: tuple[str, ...]
+    settings: dict[str, Any]
+    metrics_root: str
+    reward_path: str
+    reward_name: str
+    passk_samples: int
+    max_new: int
+
+
+def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
+    """Train run ``spec`` (:func:`rlvr_recipes.launch.cpu_run.cluster_run`, in this process's Ray cluster), move its
+    metrics into its folder, score pass@k of its final weights and ACR by group size, and write its ``done.json``,
+    the mark of a finished run. Returns what ``done.json`` holds.
+
+    Raises:
+        RuntimeError: naming the method and seed of a run that failed.
+    """
+    from rlvr_recipes.launch.cpu_run import cluster_run
+    from verl.utils.import_utils import load_extern_object
+
+    experiment = f"{spec.method}-seed{spec.seed}"
+    overrides = [*plan.extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
+                 "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"]
+    t0 = time.monotonic()
+    try:
+        config = cluster_run(spec.method, spec.out, plan.paths, plan.steps, overrides, plan.estimators, experiment)
+    except Exception as exc:
+        raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
+    outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),
+                               "settings": {**plan.settings, "method": spec.method, "seed": spec.seed},
+                               # rollouts and pass@k scoring drew from keyed streams (cpu_backend/sampling.py)
+                               "keyed_draws": True}
+    os.replace(os.path.join(plan.metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
+               os.path.join(spec.out, "metrics.jsonl"))
+    reward_fn = load_extern_object(module_path=plan.reward_path, object_name=plan.reward_name)
+    counts = sample_correct_counts(spec.final_model, plan.paths["test"], reward_fn, plan.passk_samples, plan.max_new,
+                                   seed=spec.seed)
+    outcome["passk_end"] = passk_curve(counts, plan.passk_samples)
+    outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
+    with open(os.path.join(spec.out, "done.json"), "w") as f:
+        json.dump(outcome, f, indent=1)
+    return outcome
+
+
+def _done_line(label: str, outcome: dict[str, Any], passk_samples: int, t_all: float) -> str:
+    """The progress line of a finished run: its time, pass@1 and pass@k at the largest k, the comparison's clock."""
+    return (f"{label}: done in {outcome['seconds']:.0f} s, pass@1 {outcome['passk_end'][1]:.3f} "
+            f"pass@{passk_samples} {outcome['passk_end'][passk_samples]:.3f} [{time.monotonic() - t_all:.0f} s]")
+
+
+def _shutdown_ray() -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def _lane_start(metrics_root: str) -> None:
+    """A lane's process, before its first run (:func:`run_in_lanes`): the CPU environment and the metrics root
+    (:func:`rlvr_recipes.launch.cpu_run.start_cluster_runs`), and its Ray cluster shut down when the lane ends (a
+    process of ``multiprocessing`` runs its finalizers at exit, not ``atexit``, where Ray's own shutdown is)."""
+    import multiprocessing.util
+
+    from rlvr_recipes.launch.cpu_run import start_cluster_runs
+
+    start_cluster_runs(metrics_root)
+    multiprocessing.util.Finalize(None, _shutdown_ray, exitpriority=10)
+
+
+def _lane_run(spec: RunSpec, plan: RunPlan, label: str, t_all: float) -> dict[str, Any]:
+    """One run in a lane's process (:func:`run_in_lanes`): its label printed when it starts, then
+    :func:`train_and_score`. ``t_all`` is the comparison's start on the system's monotonic clock, which every process
+    of the machine shares."""
+    import multiprocessing
+
+    lane = multiprocessing.current_process().name.rsplit("-", 1)[-1]
+    print(f"{label}: training {spec.steps} steps, lane {lane} [{time.monotonic() - t_all:.0f} s]", flush=True)
+    return train_and_score(spec, plan)
+
+
+def run_in_lanes(todo: Sequence[tuple[str, RunSpec]], plan: RunPlan, jobs: int, say: Callable[[str], None],
+                 t_all: float) -> None:
+    """Train the ``(label, spec)`` runs of ``todo`` in ``jobs`` processes at once, each with a Ray cluster of its own
+    (one run alone kept 2 cores 70 % busy, so a second run uses what the first leaves idle; docs/lab.md, "Lanes"). A
+    lane takes the next run in ``todo`` when its run ends. After a failed run no new run starts; the runs under way
+    finish (and are kept), then the failure is raised. With keyed draws a run's answers do not depend on what else
+    the machine runs, so a lane gives the run it would give alone.
+
+    Raises:
+        RuntimeError: the first failed run's error.
+    """
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    queue = list(todo)
+    running: dict[Future, str] = {}
+    failure: Optional[BaseException] = None
+    # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a lane
+    # is free, so after a failure nothing queued can start.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_lane_start, initargs=(plan.metrics_root,)) as pool:
+        while queue or running:
+            while queue and failure is None and len(running) < jobs:
+                label, spec = queue.pop(0)
+                running[pool.submit(_lane_run, spec, plan, label, t_all)] = label
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                label = running.pop(fut)
+                if fut.exception() is not None:
+                    failure = failure or fut.exception()
+                    say(f"{label}: failed; no new run starts, the runs under way finish")
+                    continue
+                say(_done_line(label, fut.result(), plan.passk_samples, t_all))
+    if failure is not None:
+        raise failure if isinstance(failure, RuntimeError) else RuntimeError(f"{type(failure).__name__}: {failure}")
+
+
 def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Sequence[str] = (),
             passk_samples: int = 64, tiny_dir: Optional[str] = None, task: str = "addition",
             say: Callable[[str], None] = lambda s: print(s, flush=True), report_only: bool = False,
-            first_seed: int = 0) -> dict[str, Any]:
+            first_seed: int = 0, jobs: int = 1) -> dict[str, Any]:
     """Run (or resume) every method x seed (``first_seed`` .. ``first_seed + seeds - 1``) on ``task`` in one Ray
     cluster, score pass@k, and write the report. A ``first_seed`` above 0 gives a replication on seeds that an
-    earlier comparison did not use (docs/lab.md, "A replication on new seeds"). With ``report_only`` nothing is
-    trained: the report is written from the runs finished so far (a comparison still running, or one stopped early),
-    and names the runs it lacks. Returns the summary.
+    earlier comparison did not use (docs/lab.md, "A replication on new seeds"). With ``jobs`` above 1 the runs are
+    trained ``jobs`` at a time, each lane a process with a Ray cluster of its own (:func:`run_in_lanes`). With
+    ``report_only`` nothing is trained: the report is written from the runs finished so far (a comparison still
+    running, or one stopped early), and names the runs it lacks. Returns the summary.
 
     Raises:
         ValueError: a kept run was made with other settings, or (``report_only``) no run has finished.
     """
-    from rlvr_recipes.launch.cpu_run import (cluster_run, compose, embedded_task, ensure_tiny, registered,
-                                             run_overrides, start_cluster_runs)
+    from rlvr_recipes.launch.cpu_run import (compose, embedded_task, ensure_tiny, registered, run_overrides,
+                                             start_cluster_runs)
     from rlvr_recipes.reward.reference import reference_settings
     from verl.utils.import_utils import load_extern_object
 
@@ -322,41 +452,29 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             start_passk[s] = {int(k): v for k, v in json.load(f).items()}
 
     metrics_root = os.path.join(out, "metrics")
-    start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
+    plan = RunPlan(paths=paths, steps=steps, extra=tuple(extra), estimators=tuple(estimators), settings=run_settings,
+                   metrics_root=metrics_root, reward_path=settings["reward_path"],
+                   reward_name=settings["reward_name"], passk_samples=passk_samples, max_new=max_new)
     missing = [spec for spec in specs if not os.path.exists(os.path.join(spec.out, "done.json"))]
     if report_only:
         if len(missing) == len(specs):
             raise ValueError(f"{out}: no finished run to report on; run the comparison without --report-only")
         specs = [spec for spec in specs if spec not in missing]
+    todo: list[tuple[str, RunSpec]] = []
     for i, spec in enumerate([] if report_only else specs, 1):
-        done = os.path.join(spec.out, "done.json")
         label = f"[compare] run {i}/{len(specs)}: {spec.method} seed {spec.seed}"
-        if os.path.exists(done):
+        if spec in missing:
+            todo.append((label, spec))
+        else:
             say(f"{label}: finished earlier, kept")
-            continue
-        say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
-        experiment = f"{spec.method}-seed{spec.seed}"
-        overrides = [*extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
-                     "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"]
-        t0 = time.monotonic()
-        try:
-            config = cluster_run(spec.method, spec.out, paths, steps, overrides, estimators, experiment)
-        except Exception as exc:
-            raise RuntimeError(f"{spec.method} seed {spec.seed} failed: {type(exc).__name__}: {exc}") from exc
-        outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),
-                                   "settings": {**run_settings, "method": spec.method, "seed": spec.seed},
-                                   # rollouts and pass@k scoring drew from keyed streams (cpu_backend/sampling.py)
-                                   "keyed_draws": True}
-        os.replace(os.path.join(metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
-                   os.path.join(spec.out, "metrics.jsonl"))
-        counts = sample_correct_counts(spec.final_model, paths["test"], reward_fn, passk_samples, max_new,
-                                       seed=spec.seed)
-        outcome["passk_end"] = passk_curve(counts, passk_samples)
-        outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
-        with open(done, "w") as f:
-            json.dump(outcome, f, indent=1)
-        say(f"{label}: done in {outcome['seconds']:.0f} s, pass@1 {outcome['passk_end'][1]:.3f} "
-            f"pass@{passk_samples} {outcome['passk_end'][passk_samples]:.3f} [{time.monotonic() - t_all:.0f} s]")
+    t_train = time.monotonic()
+    if jobs > 1 and len(todo) > 1:
+        run_in_lanes(todo, plan, jobs, say, t_all)
+    else:
+        start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
+        for label, spec in todo:
+            say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
+            say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
 
     runs = defaultdict(list)
     for spec in specs:
@@ -372,7 +490,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "overrides": list(extra), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                         "command": "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:]),
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
-                        "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else []}
+                        "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else [],
+                        # this command's training: how many runs, in how many lanes, in how much wall time
+                        "jobs": jobs, "trained_runs": len(todo), "trained_wall_s": round(time.monotonic() - t_train, 1)}
     write_report(out, runs, start_passk, summary)
     say(f"[compare] report {os.path.join(out, 'report.md')} [{time.monotonic() - t_all:.0f} s]")
     return summary
@@ -721,9 +841,10 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
            "verdicts below are over the finished runs only.", ""] if missing else []),
         f"`{setup['command']}`  ",
         f"{setup['seeds']} seed(s){_seed_range(setup)} x {setup['steps']} steps per method; {setup['machine']}; "
-        f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, one Ray cluster); a step "
+        f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, "
+        f"{'one Ray cluster per lane' if _lanes_sentence(setup) else 'one Ray cluster'}); a step "
         f"costs {setup.get('cost_per_step_s')} s with each run's start-up in it, against a median step of "
-        f"{setup.get('median_step_s')} s.",
+        f"{setup.get('median_step_s')} s." + _lanes_sentence(setup),
         "", "![curves](curves.png)", "", "![pass@k](passk.png)", "", "![ACR vs G](acr_vs_group_size.png)", "",
         "## Final figures" + ("" if one_seed else " (mean +/- std over seeds)"),
     ]
@@ -756,6 +877,16 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     lines += [f"| {c['claim']} | {c['source']} | {c['verdict']} | {c['evidence']} |" for c in summary["claims"]]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def _lanes_sentence(setup: dict[str, Any]) -> str:
+    """The report's word on lanes, when this command trained runs in more than one (nothing otherwise)."""
+    if setup.get("jobs", 1) <= 1 or setup.get("trained_runs", 0) <= 1:
+        return ""
+    per_step = setup["trained_wall_s"] / (setup["trained_runs"] * setup["steps"])
+    return (f" This command trained {setup['trained_runs']} runs {setup['jobs']} at a time (one Ray cluster per lane) "
+            f"in {setup['trained_wall_s'] / 60:.1f} min of wall time: {per_step:.2f} s per step trained, each run's "
+            "start-up and pass@k scoring included.")
 
 
 def _change_table(changes: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
@@ -844,6 +975,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--passk-samples", type=int, default=64, help="samples per held-out problem (max k)")
     parser.add_argument("--task", default="addition", help="embedded task: addition or countdown (docs/lab.md)")
     parser.add_argument("--tiny-dir", default=None, help=TINY_DIR_HELP)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs trained at once, each in a process with a Ray cluster of its own (default 1; "
+                             "each holds one run's processes, about 4.3 GB)")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: write the report from the runs finished so far")
     parser.add_argument("--publish", metavar="DOC", default=None,
@@ -854,6 +988,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     methods = [m for m in args.methods.split(",") if m]
     if args.seeds < 1 or args.steps < 1 or args.passk_samples < 1:
         print("error: --seeds, --steps and --passk-samples must be >= 1", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
     if args.first_seed < 0:
         print(f"error: --first-seed must be >= 0, got {args.first_seed}", file=sys.stderr)
@@ -869,7 +1006,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.publish:
             _publish_target(args.publish)  # before hours of runs, not after
         compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task,
-                report_only=args.report_only, first_seed=args.first_seed)
+                report_only=args.report_only, first_seed=args.first_seed, jobs=args.jobs)
         if args.publish:
             img_dir = publish_report(args.out, args.publish)
             print(f"[compare] report copied into {args.publish}, figures into {img_dir}", flush=True)
