@@ -30,8 +30,7 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.lab_pairing import answers
-from rlvr_recipes.launch.compare import finished_runs, load_run
+from benchmarks.lab_pairing import answers, load
 
 
 def cpu_times() -> tuple[int, int]:
@@ -63,8 +62,7 @@ def run_leg(args: argparse.Namespace, jobs: int, out: str, first: str | None) ->
         raise RuntimeError(f"jobs {jobs}: the comparison exited {proc.returncode}; see {log}")
     with open(os.path.join(out, "summary.json")) as f:
         setup = json.load(f)["setup"]
-    runs = {(spec.method, spec.seed): {**load_run(spec), "path": spec.out}
-            for specs in finished_runs(out).values() for spec in specs}
+    runs = {(method, seed): run for method, by_seed in load(out).items() for seed, run in by_seed.items()}
     result = {"jobs": jobs, "out": os.path.relpath(out), "command_wall_s": round(wall, 1), "trained_runs": setup["trained_runs"],
               "trained_wall_s": setup["trained_wall_s"], "median_step_s": setup["median_step_s"],
               "median_run_s": round(statistics.median(r["seconds"] for r in runs.values()), 1),
