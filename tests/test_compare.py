@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import numpy as np
@@ -18,7 +19,7 @@ from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, Ru
                                          main, paired_change, passk_change, passk_curve, publish_report,
                                          run_in_lanes, run_specs, series, welch_test)
 from rlvr_recipes.launch.cpu_plot import read_metrics
-from rlvr_recipes.launch.cpu_run import lost_port_race, run_with_port_retry
+from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -184,15 +185,22 @@ def small_countdown_build(out: str) -> None:
     build(out, COUNTDOWN_MODEL, spec, warm_start_target=0.3, ref_samples=8, ref_settings=settings)
 
 
+@pytest.fixture(scope="module")
+def small_countdown(tmp_path_factory) -> str:
+    """The small countdown build of :func:`small_countdown_build`, made once for this module's e2e tests."""
+    out = str(tmp_path_factory.mktemp("small_countdown") / "tiny")
+    small_countdown_build(out)
+    return out
+
+
 @pytest.mark.e2e
-def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
+def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_countdown):
     """One real comparison on verl's trainer: GRPO and AAPO (which reads the build's reference cache), 1 seed x 2
     steps, on a small countdown build that ``--tiny-dir`` uses as it is, the two runs at once in two lanes (each a
     Ray cluster of its own); then resuming, a resume with other settings, and ``--report-only``."""
-    small_countdown_build(str(tmp_path / "tiny"))
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps", "2",
-           "--passk-samples", "4", "--task", "countdown", "--tiny-dir", str(tmp_path / "tiny"), "--out", str(out),
+           "--passk-samples", "4", "--task", "countdown", "--tiny-dir", small_countdown, "--out", str(out),
            "--jobs", "2"]
     # the lanes' Ray clusters shut down with them: one left behind would hold the output pipe open past the timeout
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
@@ -245,6 +253,68 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path):
     report = (out / "report.md").read_text()
     assert "**Partial report**: 2 run(s) not finished yet: grpo seed 1, aapo seed 1." in report
     assert not (out / "runs" / "grpo" / "seed1").exists()
+
+
+def _interrupt_after(cmd: list[str], marker: str, timeout_s: float) -> tuple[subprocess.Popen, list[str], float]:
+    """Start ``cmd`` as a terminal's foreground job (a process group of its own, SIGINT at its default even when
+    this test runs in a background job, which ignores it) and, once a line of its output holds ``marker``, press
+    Ctrl-C: SIGINT to the whole group, as a terminal sends it. Returns the process, its output lines so far (the
+    reading goes on) and the time of the SIGINT."""
+    import signal
+    import threading
+
+    def as_foreground_job() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
+
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=as_foreground_job)
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if marker in line:
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not seen.wait(timeout_s):
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"no {marker!r} line within {timeout_s:.0f} s: " + "".join(lines)[-3000:])
+    os.killpg(proc.pid, signal.SIGINT)
+    return proc, lines, time.monotonic()
+
+
+@pytest.mark.e2e
+def test_ctrl_c_stops_a_comparison_in_lanes_at_once(tmp_path, small_countdown):
+    """Ctrl-C in the middle of two runs trained in two lanes: the command ends within 45 s with the shell's code for
+    an interrupt (130), says how many runs are kept and that the same command resumes, prints no traceback of its
+    own, and leaves no process behind (the lanes and their Ray clusters ran in its process group). Before the fix it
+    took 64-66 s: each run waited a minute for the rollout servers that its interrupted TaskRunner still held."""
+    import signal
+
+    out = tmp_path / "cmp"
+    cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps",
+           "30", "--passk-samples", "4", "--task", "countdown", "--tiny-dir", small_countdown, "--out", str(out),
+           "--jobs", "2"]
+    proc, lines, t_sigint = _interrupt_after(cmd, "step:2 ", timeout_s=600)
+    try:
+        code = proc.wait(timeout=45)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("still running 45 s after Ctrl-C: " + "".join(lines)[-3000:])
+    print(f"ended {time.monotonic() - t_sigint:.1f} s after Ctrl-C")
+    time.sleep(1)  # the reader has the last lines
+    printed = "".join(lines)
+    assert code == 130, printed[-3000:]
+    assert f"2 runs finished and are kept in {out}; the same command resumes" in printed, printed[-3000:]
+    assert "0 of 2 runs" in printed
+    assert 'compare.py", line' not in printed, printed[-3000:]  # no traceback of the command itself
+    assert not (out / "runs" / "grpo" / "seed0" / "done.json").exists()
+    time.sleep(3)
+    with pytest.raises(ProcessLookupError):  # nothing of the group is left: no lane, no raylet, no Ray worker
+        os.killpg(proc.pid, 0)
 
 
 def test_kept_run_must_match_the_comparison_settings(tmp_path):
@@ -423,6 +493,26 @@ def test_a_run_that_lost_its_rendezvous_port_is_run_again_after_a_clean():
     with pytest.raises(ValueError, match="bad key"):
         run_with_port_retry(broken, lambda: cleans.append(1), said.append, "run")
     assert cleans == []
+
+
+def test_run_then_release_releases_after_a_run_or_a_failure_but_not_after_an_interrupt():
+    released: list[int] = []
+    run_then_release(lambda: None, lambda: released.append(1))
+    assert released == [1]
+
+    def fails() -> None:
+        raise RuntimeError("TaskRunner died")
+
+    with pytest.raises(RuntimeError, match="TaskRunner died"):  # the next run or a retry needs the cluster
+        run_then_release(fails, lambda: released.append(2))
+    assert released == [1, 2]
+    for interrupt in (KeyboardInterrupt, SystemExit):
+        def interrupted() -> None:
+            raise interrupt()
+
+        with pytest.raises(interrupt):  # the process is ending: no minute's wait for the servers
+            run_then_release(interrupted, lambda: released.append(3))
+    assert released == [1, 2]
 
 
 def test_lanes_stop_handing_out_runs_after_a_failure(tmp_path, capfd):

@@ -17,7 +17,8 @@ were batched; sums over the batch may differ in the last digits), and the runs o
 draws: the report then compares two methods seed by seed, by the paired t-test (:func:`_diff_verdict`; docs/lab.md,
 "Shared draws"). Runs made before the keyed draws (no ``keyed_draws`` in their ``done.json``) are independent
 samples and are compared by Welch's test. A run that finished (its
-``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped; a run whose workers
+``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped (Ctrl-C ends it within
+seconds with exit code 130, saying how many runs are kept); a run whose workers
 lost the race for their rendezvous port is run again (:func:`rlvr_recipes.launch.cpu_run.cluster_run`).
 
 pass@k (k = 1, 2, 4, ... up to ``--passk-samples``) is the unbiased estimator of :mod:`rlvr_recipes.launch.passk` on the held-out
@@ -468,13 +469,19 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         else:
             say(f"{label}: finished earlier, kept")
     t_train = time.monotonic()
-    if jobs > 1 and len(todo) > 1:
-        run_in_lanes(todo, plan, jobs, say, t_all)
-    else:
-        start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
-        for label, spec in todo:
-            say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
-            say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
+    try:
+        if jobs > 1 and len(todo) > 1:
+            run_in_lanes(todo, plan, jobs, say, t_all)
+        else:
+            start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
+            for label, spec in todo:
+                say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
+                say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
+    except KeyboardInterrupt:
+        kept = sum(os.path.exists(os.path.join(spec.out, "done.json")) for spec in specs)
+        say(f"[compare] interrupted after {time.monotonic() - t_all:.0f} s: {kept} of {len(specs)} runs finished "
+            f"and are kept in {out}; the same command resumes with the others")
+        raise
 
     runs = defaultdict(list)
     for spec in specs:
@@ -1013,6 +1020,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
+    except KeyboardInterrupt:  # compare() said what is kept; the shell's code for a Ctrl-C, without a traceback
+        return 130
     return 0
 
 
