@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, RunSpec, _change_table, _diff_verdict,
-                                         _lanes_sentence, _seed_range, acr_by_group_size, check_kept_run, claims,
+                                         _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
+                                         acr_by_group_size, check_kept_run, claims,
                                          main, paired_change, passk_change, passk_curve, publish_report,
                                          run_in_lanes, run_specs, series, welch_test)
 from rlvr_recipes.launch.cpu_plot import read_metrics
@@ -255,11 +256,13 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_coun
     assert not (out / "runs" / "grpo" / "seed1").exists()
 
 
-def _interrupt_after(cmd: list[str], marker: str, timeout_s: float) -> tuple[subprocess.Popen, list[str], float]:
+def _interrupt_after(cmd: list[str], marker: str, timeout_s: float, how: str = "ctrl-c"
+                     ) -> tuple[subprocess.Popen, list[str], float]:
     """Start ``cmd`` as a terminal's foreground job (a process group of its own, SIGINT at its default even when
-    this test runs in a background job, which ignores it) and, once a line of its output holds ``marker``, press
-    Ctrl-C: SIGINT to the whole group, as a terminal sends it. Returns the process, its output lines so far (the
-    reading goes on) and the time of the SIGINT."""
+    this test runs in a background job, which ignores it) and, once a line of its output holds ``marker``, stop it:
+    ``how="ctrl-c"`` sends SIGINT to the whole group, as a terminal does; ``how="sigterm"`` sends SIGTERM to the
+    command's process alone, as ``kill PID`` or ``timeout`` do. Returns the process, its output lines so far (the
+    reading goes on) and the time of the signal."""
     import signal
     import threading
 
@@ -282,29 +285,36 @@ def _interrupt_after(cmd: list[str], marker: str, timeout_s: float) -> tuple[sub
     if not seen.wait(timeout_s):
         os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError(f"no {marker!r} line within {timeout_s:.0f} s: " + "".join(lines)[-3000:])
-    os.killpg(proc.pid, signal.SIGINT)
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
     return proc, lines, time.monotonic()
 
 
 @pytest.mark.e2e
-def test_ctrl_c_stops_a_comparison_in_lanes_at_once(tmp_path, small_countdown):
-    """Ctrl-C in the middle of two runs trained in two lanes: the command ends within 45 s with the shell's code for
-    an interrupt (130), says how many runs are kept and that the same command resumes, prints no traceback of its
-    own, and leaves no process behind (the lanes and their Ray clusters ran in its process group). Before the fix it
-    took 64-66 s: each run waited a minute for the rollout servers that its interrupted TaskRunner still held."""
+@pytest.mark.parametrize("how,jobs", [("ctrl-c", "1"), ("sigterm", "2")])
+def test_an_interrupt_stops_a_comparison_at_once(tmp_path, small_countdown, how, jobs):
+    """Ctrl-C (SIGINT to the process group) in the middle of a run trained in the command's own Ray cluster, and
+    SIGTERM to the command alone in the middle of two runs trained in two lanes: the command ends within 45 s with
+    the shell's code for an interrupt (130), says how many runs are kept and that the same command resumes, prints no
+    traceback of its own, and leaves no process behind (the lanes and the Ray clusters ran in its process group).
+    Before the fix, Ctrl-C took 64-66 s (each run waited a minute for the rollout servers that its interrupted
+    TaskRunner still held), and SIGTERM ended the command at once but left both lanes training on, and then idle
+    with their Ray clusters, 10 minutes later still."""
     import signal
 
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps",
            "30", "--passk-samples", "4", "--task", "countdown", "--tiny-dir", small_countdown, "--out", str(out),
-           "--jobs", "2"]
-    proc, lines, t_sigint = _interrupt_after(cmd, "step:2 ", timeout_s=600)
+           "--jobs", jobs]
+    proc, lines, t_signal = _interrupt_after(cmd, "step:2 ", timeout_s=600, how=how)
     try:
         code = proc.wait(timeout=45)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError("still running 45 s after Ctrl-C: " + "".join(lines)[-3000:])
-    print(f"ended {time.monotonic() - t_sigint:.1f} s after Ctrl-C")
+        raise AssertionError(f"still running 45 s after {how}: " + "".join(lines)[-3000:])
+    print(f"ended {time.monotonic() - t_signal:.1f} s after {how}")
     time.sleep(1)  # the reader has the last lines
     printed = "".join(lines)
     assert code == 130, printed[-3000:]
@@ -523,14 +533,51 @@ def test_lanes_stop_handing_out_runs_after_a_failure(tmp_path, capfd):
     todo = [(f"[compare] run {i}/3: nosuch{i} seed 0", RunSpec(f"nosuch{i}", 0, 1, str(tmp_path / f"r{i}")))
             for i in (1, 2, 3)]
     said: list[str] = []
+    import signal
+
+    sigterm = signal.getsignal(signal.SIGTERM)
     with pytest.raises(RuntimeError, match=r"nosuch[12] seed 0 failed: ValueError: unknown method 'nosuch[12]'"):
         run_in_lanes(todo, plan, 2, said.append, 0.0)
+    assert signal.getsignal(signal.SIGTERM) is sigterm  # its SIGTERM handler lasts while the lanes run
     printed = capfd.readouterr().out
     assert "run 1/3: nosuch1 seed 0: training 1 steps, lane" in printed
     assert "run 2/3: nosuch2 seed 0: training 1 steps, lane" in printed
     assert "nosuch3" not in printed and not any("nosuch3" in line for line in said)
     assert sum("failed; no new run starts" in line for line in said) == 2
     assert not any((tmp_path / f"r{i}" / "done.json").exists() for i in (1, 2, 3))
+
+
+def test_stop_lanes_sends_sigterm_only_to_lanes_still_running_after_the_grace(monkeypatch):
+    from concurrent.futures import Future
+
+    import rlvr_recipes.launch.compare as compare_module
+
+    class Lane:
+        def __init__(self, alive: bool) -> None:
+            self.alive, self.terminated = alive, False
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def terminate(self) -> None:
+            self.terminated = True
+
+    class Pool:
+        def __init__(self) -> None:
+            self._processes = {1: Lane(True), 2: Lane(False)}
+
+    monkeypatch.setattr(compare_module, "LANE_STOP_GRACE_S", 0.2)
+    ended = Future()
+    ended.set_exception(KeyboardInterrupt())  # a lane that the terminal's Ctrl-C reached
+    pool = Pool()
+    _stop_lanes(pool, [ended])
+    assert not any(lane.terminated for lane in pool._processes.values())
+    t0 = time.monotonic()
+    _stop_lanes(pool, [ended, Future()])  # a run goes on: the signal reached this process alone
+    assert time.monotonic() - t0 >= 0.2
+    assert pool._processes[1].terminated and not pool._processes[2].terminated  # a lane already gone is left
+    with pytest.raises(KeyboardInterrupt, match="signal 15"):
+        _interrupted_by_signal(15, None)
 
 
 def test_lanes_sentence_only_when_runs_were_trained_in_lanes():

@@ -17,8 +17,8 @@ were batched; sums over the batch may differ in the last digits), and the runs o
 draws: the report then compares two methods seed by seed, by the paired t-test (:func:`_diff_verdict`; docs/lab.md,
 "Shared draws"). Runs made before the keyed draws (no ``keyed_draws`` in their ``done.json``) are independent
 samples and are compared by Welch's test. A run that finished (its
-``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped (Ctrl-C ends it within
-seconds with exit code 130, saying how many runs are kept); a run whose workers
+``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped (Ctrl-C or SIGTERM ends it
+within seconds, lanes included, saying how many runs are kept); a run whose workers
 lost the race for their rendezvous port is run again (:func:`rlvr_recipes.launch.cpu_run.cluster_run`).
 
 pass@k (k = 1, 2, 4, ... up to ``--passk-samples``) is the unbiased estimator of :mod:`rlvr_recipes.launch.passk` on the held-out
@@ -367,41 +367,81 @@ def _lane_run(spec: RunSpec, plan: RunPlan, label: str, t_all: float) -> dict[st
     return train_and_score(spec, plan)
 
 
+#: Seconds the lanes get to end their runs after this process is interrupted, before each lane still running is sent
+#: SIGTERM (:func:`_stop_lanes`). Ctrl-C in a terminal reaches every process of the group, the lanes included (they
+#: ended within 5.3 s); a signal to this process alone (``kill``, ``timeout``) reaches none of them.
+LANE_STOP_GRACE_S = 15.0
+
+
+def _interrupted_by_signal(signum: int, frame: Any) -> None:
+    """SIGTERM handler of the process that runs the lanes: stop as on Ctrl-C (ray.init's handler, which turns it into
+    ``SystemExit`` in a process that runs Ray, is not installed here: this process does not start Ray)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_lanes(pool: Any, running: Sequence[Any]) -> None:
+    """After this process was interrupted (:func:`run_in_lanes`): wait up to :data:`LANE_STOP_GRACE_S` for the runs
+    under way, then send SIGTERM to the lanes if any still runs, so that no lane trains on, with its Ray cluster,
+    after this process is gone. In a lane, ray.init's handler turns SIGTERM into ``SystemExit``: the run stops and
+    the lane's Ray shuts down when the pool ends the lane."""
+    from concurrent.futures import wait
+
+    _, still_running = wait(running, timeout=LANE_STOP_GRACE_S)
+    if still_running:
+        # the executor's lane processes: it has no public accessor for them before Python 3.14 (terminate_workers)
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            if proc.is_alive():
+                proc.terminate()
+
+
 def run_in_lanes(todo: Sequence[tuple[str, RunSpec]], plan: RunPlan, jobs: int, say: Callable[[str], None],
                  t_all: float) -> None:
     """Train the ``(label, spec)`` runs of ``todo`` in ``jobs`` processes at once, each with a Ray cluster of its own
     (one run alone kept 2 cores 70 % busy, so a second run uses what the first leaves idle; docs/lab.md, "Lanes"). A
     lane takes the next run in ``todo`` when its run ends. After a failed run no new run starts; the runs under way
     finish (and are kept), then the failure is raised. With keyed draws a run's answers do not depend on what else
-    the machine runs, so a lane gives the run it would give alone.
+    the machine runs, so a lane gives the run it would give alone. Interrupted (Ctrl-C, or SIGTERM to this process),
+    it stops the lanes (:func:`_stop_lanes`) and raises ``KeyboardInterrupt`` once they have ended.
 
     Raises:
         RuntimeError: the first failed run's error.
     """
     import multiprocessing
+    import signal
+    import threading
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     queue = list(todo)
     running: dict[Future, str] = {}
     failure: Optional[BaseException] = None
-    # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a lane
-    # is free, so after a failure nothing queued can start.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_lane_start, initargs=(plan.metrics_root,)) as pool:
-        while queue or running:
-            while queue and failure is None and len(running) < jobs:
-                label, spec = queue.pop(0)
-                running[pool.submit(_lane_run, spec, plan, label, t_all)] = label
-            if not running:
-                break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                label = running.pop(fut)
-                if fut.exception() is not None:
-                    failure = failure or fut.exception()
-                    say(f"{label}: failed; no new run starts, the runs under way finish")
-                    continue
-                say(_done_line(label, fut.result(), plan.passk_samples, t_all))
+    main_thread = threading.current_thread() is threading.main_thread()  # where a signal handler can be set
+    previous_sigterm = signal.signal(signal.SIGTERM, _interrupted_by_signal) if main_thread else None
+    try:
+        # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a
+        # lane is free, so after a failure nothing queued can start.
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_lane_start, initargs=(plan.metrics_root,)) as pool:
+            try:
+                while queue or running:
+                    while queue and failure is None and len(running) < jobs:
+                        label, spec = queue.pop(0)
+                        running[pool.submit(_lane_run, spec, plan, label, t_all)] = label
+                    if not running:
+                        break
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        label = running.pop(fut)
+                        if fut.exception() is not None:
+                            failure = failure or fut.exception()
+                            say(f"{label}: failed; no new run starts, the runs under way finish")
+                            continue
+                        say(_done_line(label, fut.result(), plan.passk_samples, t_all))
+            except KeyboardInterrupt:
+                _stop_lanes(pool, list(running))
+                raise
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     if failure is not None:
         raise failure if isinstance(failure, RuntimeError) else RuntimeError(f"{type(failure).__name__}: {failure}")
 
@@ -477,7 +517,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             for label, spec in todo:
                 say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
                 say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C; SIGTERM, which ray.init's handler turns into SystemExit
         kept = sum(os.path.exists(os.path.join(spec.out, "done.json")) for spec in specs)
         say(f"[compare] interrupted after {time.monotonic() - t_all:.0f} s: {kept} of {len(specs)} runs finished "
             f"and are kept in {out}; the same command resumes with the others")
