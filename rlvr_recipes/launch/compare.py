@@ -36,16 +36,19 @@ docs/lab.md's comparison this way), so the committed report is what the command 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import platform
+import signal
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -379,6 +382,20 @@ def _interrupted_by_signal(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` (:func:`_interrupted_by_signal`); the handler before
+    is restored after it. Off the main thread, where no handler can be set, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupted_by_signal)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _stop_lanes(pool: Any, running: Sequence[Any]) -> None:
     """After this process was interrupted (:func:`run_in_lanes`): wait up to :data:`LANE_STOP_GRACE_S` for the runs
     under way, then send SIGTERM to the lanes if any still runs, so that no lane trains on, with its Ray cluster,
@@ -407,41 +424,34 @@ def run_in_lanes(todo: Sequence[tuple[str, RunSpec]], plan: RunPlan, jobs: int, 
         RuntimeError: the first failed run's error.
     """
     import multiprocessing
-    import signal
-    import threading
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     queue = list(todo)
     running: dict[Future, str] = {}
     failure: Optional[BaseException] = None
-    main_thread = threading.current_thread() is threading.main_thread()  # where a signal handler can be set
-    previous_sigterm = signal.signal(signal.SIGTERM, _interrupted_by_signal) if main_thread else None
-    try:
-        # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a
-        # lane is free, so after a failure nothing queued can start.
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_lane_start, initargs=(plan.metrics_root,)) as pool:
-            try:
-                while queue or running:
-                    while queue and failure is None and len(running) < jobs:
-                        label, spec = queue.pop(0)
-                        running[pool.submit(_lane_run, spec, plan, label, t_all)] = label
-                    if not running:
-                        break
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        label = running.pop(fut)
-                        if fut.exception() is not None:
-                            failure = failure or fut.exception()
-                            say(f"{label}: failed; no new run starts, the runs under way finish")
-                            continue
-                        say(_done_line(label, fut.result(), plan.passk_samples, t_all))
-            except KeyboardInterrupt:
-                _stop_lanes(pool, list(running))
-                raise
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous_sigterm)
+    # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a lane
+    # is free, so after a failure nothing queued can start.
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_lane_start, initargs=(plan.metrics_root,))
+    with _sigterm_as_interrupt(), pool:
+        try:
+            while queue or running:
+                while queue and failure is None and len(running) < jobs:
+                    label, spec = queue.pop(0)
+                    running[pool.submit(_lane_run, spec, plan, label, t_all)] = label
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    label = running.pop(fut)
+                    if fut.exception() is not None:
+                        failure = failure or fut.exception()
+                        say(f"{label}: failed; no new run starts, the runs under way finish")
+                        continue
+                    say(_done_line(label, fut.result(), plan.passk_samples, t_all))
+        except KeyboardInterrupt:
+            _stop_lanes(pool, list(running))
+            raise
     if failure is not None:
         raise failure if isinstance(failure, RuntimeError) else RuntimeError(f"{type(failure).__name__}: {failure}")
 
