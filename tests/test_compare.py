@@ -256,7 +256,7 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_coun
     assert not (out / "runs" / "grpo" / "seed1").exists()
 
 
-def _interrupt_after(cmd: list[str], marker: str, timeout_s: float, how: str = "ctrl-c"
+def _interrupt_after(cmd: list[str], marker: str, timeout_s: float, how: str = "ctrl-c", env: dict | None = None
                      ) -> tuple[subprocess.Popen, list[str], float]:
     """Start ``cmd`` as a terminal's foreground job (a process group of its own, SIGINT at its default even when
     this test runs in a background job, which ignores it) and, once a line of its output holds ``marker``, stop it:
@@ -270,7 +270,7 @@ def _interrupt_after(cmd: list[str], marker: str, timeout_s: float, how: str = "
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.setsid()
 
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=as_foreground_job)
     lines: list[str] = []
     seen = threading.Event()
@@ -303,12 +303,17 @@ def test_an_interrupt_stops_a_comparison_at_once(tmp_path, small_countdown, how,
     TaskRunner still held), and SIGTERM ended the command at once but left both lanes training on, and then idle
     with their Ray clusters, 10 minutes later still."""
     import signal
+    import uuid
+
+    from tests.test_e2e_fault import RUN_TAG_ENV, _tagged
 
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "rlvr_recipes.launch.compare", "--methods", "grpo,aapo", "--seeds", "1", "--steps",
            "30", "--passk-samples", "4", "--task", "countdown", "--tiny-dir", small_countdown, "--out", str(out),
            "--jobs", jobs]
-    proc, lines, t_signal = _interrupt_after(cmd, "step:2 ", timeout_s=600, how=how)
+    tag = uuid.uuid4().hex  # every process the command starts inherits it, in its group or not
+    proc, lines, t_signal = _interrupt_after(cmd, "step:2 ", timeout_s=600, how=how,
+                                             env={**os.environ, RUN_TAG_ENV: tag})
     try:
         code = proc.wait(timeout=45)
     except subprocess.TimeoutExpired:
@@ -325,6 +330,7 @@ def test_an_interrupt_stops_a_comparison_at_once(tmp_path, small_countdown, how,
     time.sleep(3)
     with pytest.raises(ProcessLookupError):  # nothing of the group is left: no lane, no raylet, no Ray worker
         os.killpg(proc.pid, 0)
+    assert _tagged(tag) == []  # nor a process of the command's outside its group (a Ray worker may sit in its own)
 
 
 def test_kept_run_must_match_the_comparison_settings(tmp_path):
