@@ -586,6 +586,42 @@ def test_stop_lanes_sends_sigterm_only_to_lanes_still_running_after_the_grace(mo
         _interrupted_by_signal(15, None)
 
 
+def test_a_second_interrupt_ends_the_grace_at_once_and_stops_the_lanes(monkeypatch):
+    """``kill PID`` twice, or Ctrl-C pressed again: the second signal, raised inside the grace's wait, must not leave
+    it without a SIGTERM to the lanes (the pool's shutdown would then wait for runs that train on)."""
+    import signal
+    import threading
+    from concurrent.futures import Future
+
+    import rlvr_recipes.launch.compare as compare_module
+
+    class Lane:
+        terminated = False
+
+        def is_alive(self) -> bool:
+            return True
+
+        def terminate(self) -> None:
+            self.terminated = True
+
+    class Pool:
+        _processes = {1: Lane()}
+
+    monkeypatch.setattr(compare_module, "LANE_STOP_GRACE_S", 60.0)
+    second = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    with compare_module._sigterm_as_interrupt():
+        t0 = time.monotonic()
+        second.start()
+        try:
+            _stop_lanes(Pool(), [Future()])  # a run goes on
+        except KeyboardInterrupt:
+            pytest.fail("the second interrupt left the grace without stopping the lanes")
+        took = time.monotonic() - t0
+    second.join()
+    assert Pool._processes[1].terminated
+    assert 0.3 <= took < 10, took  # not the 60 s grace
+
+
 def test_lanes_sentence_only_when_runs_were_trained_in_lanes():
     assert _lanes_sentence({"jobs": 1, "trained_runs": 10, "trained_wall_s": 600.0, "steps": 50}) == ""
     assert _lanes_sentence({"jobs": 2, "trained_runs": 1, "trained_wall_s": 600.0, "steps": 50}) == ""

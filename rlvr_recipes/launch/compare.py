@@ -341,8 +341,12 @@ def _done_line(label: str, outcome: dict[str, Any], passk_samples: int, t_all: f
 
 
 def _shutdown_ray() -> None:
+    """A lane's finalizer (:func:`_lane_start`): shut its Ray cluster down. The lane is ending, so a further Ctrl-C
+    (a terminal sends it to every lane too) is ignored here rather than breaking off the shutdown with a traceback."""
     import ray
 
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if ray.is_initialized():
         ray.shutdown()
 
@@ -399,11 +403,15 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _stop_lanes(pool: Any, running: Sequence[Any]) -> None:
     """After this process was interrupted (:func:`run_in_lanes`): wait up to :data:`LANE_STOP_GRACE_S` for the runs
     under way, then send SIGTERM to the lanes if any still runs, so that no lane trains on, with its Ray cluster,
-    after this process is gone. In a lane, ray.init's handler turns SIGTERM into ``SystemExit``: the run stops and
+    after this process is gone. A second interrupt (Ctrl-C or SIGTERM) ends the wait at once, and the lanes still
+    running are sent SIGTERM then. In a lane, ray.init's handler turns SIGTERM into ``SystemExit``: the run stops and
     the lane's Ray shuts down when the pool ends the lane."""
     from concurrent.futures import wait
 
-    _, still_running = wait(running, timeout=LANE_STOP_GRACE_S)
+    try:
+        _, still_running = wait(running, timeout=LANE_STOP_GRACE_S)
+    except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM: stop the lanes now
+        still_running = [fut for fut in running if not fut.done()]
     if still_running:
         # the executor's lane processes: it has no public accessor for them before Python 3.14 (terminate_workers)
         for proc in list(getattr(pool, "_processes", {}).values()):
