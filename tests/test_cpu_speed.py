@@ -46,6 +46,36 @@ def _metrics():
     return m
 
 
+def test_transfer_queue_gets_the_cap_it_would_set_itself_without_its_warning(monkeypatch, caplog):
+    """TransferQueue lowers its default cap of 8 threads to the physical cores and warns at every put and get; the CPU
+    environment passes the lowered cap, so the threads are the same and the warning is gone."""
+    import logging
+
+    import psutil
+    import torch
+    from transfer_queue.utils import common
+
+    from rlvr_recipes.launch.cpu_run import cpu_environment, transfer_queue_threads
+
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
+    assert transfer_queue_threads() == 2
+    assert cpu_environment({})["TQ_NUM_THREADS"] == "2"
+    assert cpu_environment({"TQ_NUM_THREADS": "4"})["TQ_NUM_THREADS"] == "4"  # a user's setting is kept
+
+    def threads_inside(target):
+        with caplog.at_level(logging.WARNING, logger=common.logger.name):
+            caplog.clear()
+            with common.limit_pytorch_auto_parallel_threads(target_num_threads=target):
+                inside = torch.get_num_threads()
+            return inside, [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+    default_threads, default_warnings = threads_inside(8)  # TransferQueue's own default on 2 physical cores
+    assert default_threads == 2 and any("should not exceed" in m for m in default_warnings)
+    assert threads_inside(int(cpu_environment({})["TQ_NUM_THREADS"])) == (2, [])
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 32)
+    assert transfer_queue_threads() == 8  # where the cores allow it, TransferQueue's default
+
+
 def test_run_summary_worked_by_hand():
     line = run_summary(_metrics(), 12.3, window=5)
     # k = min(5, 4 // 2) = 2: reward (0.2+0.4)/2 = 0.30 -> (0.6+0.8)/2 = 0.70; median step (2+3)/2 = 2.5 s

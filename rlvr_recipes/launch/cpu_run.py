@@ -133,11 +133,24 @@ def embedded_task(name: str) -> EmbeddedTask:
     return TASKS[name]
 
 
+def transfer_queue_threads() -> int:
+    """The thread cap TransferQueue applies to its puts and gets on this machine: its ``TQ_NUM_THREADS`` default, 8,
+    lowered to the physical cores where there are fewer. TransferQueue lowers it so itself, but then logs a warning
+    at every put and get (``target_num_threads 8 should not exceed total physical CPU cores 2``, from
+    ``limit_pytorch_auto_parallel_threads``): about 20,600 in a comparison of two 20-step countdown runs on 2 cores,
+    a sixth of its log (docs/cpu.md, "Where a step goes"). Passed as ``TQ_NUM_THREADS``, the same cap raises no
+    warning."""
+    import psutil
+
+    return min(8, psutil.cpu_count(logical=False) or 1)
+
+
 def cpu_environment(base: Optional[dict[str, str]] = None) -> dict[str, str]:
     """``base`` (default: this process's environment) plus what a CPU run needs in every process.
 
     ``VERL_PLATFORM=cpu`` activates :mod:`cpu_backend` through the plugin; ``VERL_USE_EXTERNAL_MODULES`` loads it
     before any other plugin, so the ``cpu`` platform exists before anything asks verl for its platform.
+    ``TQ_NUM_THREADS`` (unless set) is :func:`transfer_queue_threads`.
     """
     env = dict(os.environ if base is None else base)
     env["VERL_PLATFORM"] = "cpu"
@@ -145,6 +158,7 @@ def cpu_environment(base: Optional[dict[str, str]] = None) -> dict[str, str]:
     env["VERL_USE_EXTERNAL_MODULES"] = ",".join(["rlvr_recipes.cpu_backend.plugin", *modules])
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("RAY_DEDUP_LOGS", "1")
+    env.setdefault("TQ_NUM_THREADS", str(transfer_queue_threads()))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (IMPORT_ROOT, env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -627,7 +641,8 @@ def start_cluster_runs(metrics_root: str) -> None:
     file logger writing ``<metrics_root>/<project>/<experiment>.jsonl``. Call before the first run (Ray starts
     with it and keeps this environment)."""
     env = cpu_environment()
-    os.environ.update({k: env[k] for k in ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "TOKENIZERS_PARALLELISM")})
+    os.environ.update({k: env[k] for k in ("VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "TOKENIZERS_PARALLELISM",
+                                        "TQ_NUM_THREADS")})
     os.environ["VERL_FILE_LOGGER_ROOT"] = os.path.abspath(metrics_root)
 
 
