@@ -42,6 +42,9 @@ def main() -> None:
     tlr[:, -1] = torch.from_numpy(rng.integers(0, 2, N * G)).float()
     mask = torch.ones(N * G, L)
     ref = torch.as_tensor(draw_ref_rewards(infos, uid, step=3))
+    # the trainer passes the batch's tokens, so that the pairing follows what the rows hold (prompts of 512 tokens)
+    prompts = np.repeat(rng.integers(0, 32000, (N, 512)), G, axis=0)
+    responses = rng.integers(0, 32000, (N * G, L))
 
     def step(estimator: str, **fields: torch.Tensor):
         cfg = OmegaConf.create({"adv_estimator": estimator, "norm_adv_by_std_in_grpo": True})
@@ -51,6 +54,8 @@ def main() -> None:
 
     print(f"bs={N * G} (N={N} prompts x G={G}), M={M}, L={L}")
     print(f"draw_ref_rewards            {best_ms(lambda: draw_ref_rewards(infos, uid, step=3)):8.2f} ms")
+    print(f"draw_ref_rewards (tokens)   "
+          f"{best_ms(lambda: draw_ref_rewards(infos, uid, step=3, prompts=prompts, responses=responses)):8.2f} ms")
     print(f"advantage_step grpo         {best_ms(lambda: step('grpo')):8.2f} ms")
     print(f"advantage_step aapo (field) {best_ms(lambda: step('aapo', ref_rewards=ref)):8.2f} ms")
 

@@ -69,6 +69,31 @@ def test_aapo_draws_from_cached_reference_rewards():
         draw_ref_rewards(np.array([{"index": 1, "ref_rewards": [1.0]}] * 2, dtype=object), np.array(["a", "a"]), 0)
 
 
+def test_aapo_pairs_each_response_with_the_same_reference_reward_whatever_the_row_order():
+    """A seed replays: the pairing follows the batch's tokens, not the order its rows arrived in (timing) or its uid
+    strings (random per run in verl)."""
+    rng = np.random.default_rng(0)
+    prompts = np.array([[5, 6], [5, 6], [5, 6], [7, 0], [7, 0], [7, 0]])
+    responses = np.array([[1, 2], [3, 0], [1, 1], [4, 4], [2, 0], [9, 9]])
+    infos = np.array([{"index": 7, "ref_rewards": [1.0, 0.0, 0.5, 0.25]}] * 3
+                     + [{"index": 8, "ref_rewards": [0.125, 0.25, 0.375, 0.5, 0.625]}] * 3, dtype=object)
+    uid = np.array(["b"] * 3 + ["a"] * 3, dtype=object)
+    drawn = draw_ref_rewards(infos, uid, step=3, prompts=prompts, responses=responses)
+    assert len(set(drawn[:3].tolist())) == 3 and set(drawn[:3].tolist()) <= {1.0, 0.0, 0.5, 0.25}
+    assert len(set(drawn[3:].tolist())) == 3 and set(drawn[3:].tolist()) <= {0.125, 0.25, 0.375, 0.5, 0.625}
+    for _ in range(5):
+        perm = rng.permutation(6)
+        other_uid = np.array(["x"] * 3 + ["c"] * 3, dtype=object)  # other strings, other order of the groups
+        again = draw_ref_rewards(infos[perm], other_uid[perm], step=3, prompts=prompts[perm],
+                                 responses=responses[perm])
+        np.testing.assert_array_equal(again, drawn[perm])
+    # without the tokens the pairing follows the rows: a permutation changes it (the run did not replay)
+    by_rows = [draw_ref_rewards(infos[p], uid[p], step=3)[np.argsort(p)] for p in (np.arange(6), [2, 1, 0, 5, 4, 3])]
+    assert not np.array_equal(*by_rows)
+    # a new step draws anew
+    assert not np.array_equal(draw_ref_rewards(infos, uid, step=4, prompts=prompts, responses=responses), drawn)
+
+
 def test_cw_grpo_per_group_folds_weights():
     cfg = algo("cw_grpo", per_group=True)
     cfg.adv_estimator = "grpo"
