@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import verl
 from rlvr_recipes.advantage import state
@@ -92,6 +94,29 @@ def test_aapo_pairs_each_response_with_the_same_reference_reward_whatever_the_ro
     assert not np.array_equal(*by_rows)
     # a new step draws anew
     assert not np.array_equal(draw_ref_rewards(infos, uid, step=4, prompts=prompts, responses=responses), drawn)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 5), min_size=1, max_size=6), data=st.data())
+def test_aapo_pairing_is_invariant_to_row_order_and_uid_strings(sizes, data):
+    """Property: for any groups of distinct responses, permuting the rows and renaming the uids permutes the draws
+    with them, and each group still gets distinct entries of its own cache."""
+    rows = sum(sizes)
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    prompts = np.stack([np.array([g + 1, 100 + g]) for g in group])
+    responses = np.array([[g, j, 7] for g, size in enumerate(sizes) for j in range(size)])  # distinct in a group
+    infos = np.array([{"index": int(g), "ref_rewards": [float(g * 10 + m) for m in range(5)]} for g in group],
+                     dtype=object)
+    uid = np.array([f"u{g}" for g in group], dtype=object)
+    step = data.draw(st.integers(0, 1000))
+    drawn = draw_ref_rewards(infos, uid, step=step, prompts=prompts, responses=responses)
+    for g in range(len(sizes)):
+        mine = drawn[group == g]
+        assert len(set(mine.tolist())) == sizes[g] and all(g * 10 <= v < g * 10 + 5 for v in mine)
+    perm = np.array(data.draw(st.permutations(range(rows))))
+    renamed = np.array([f"other-{(g * 7919) % 101}" for g in group], dtype=object)
+    again = draw_ref_rewards(infos[perm], renamed[perm], step=step, prompts=prompts[perm], responses=responses[perm])
+    np.testing.assert_array_equal(again, drawn[perm])
 
 
 def test_cw_grpo_per_group_folds_weights():
