@@ -1,5 +1,6 @@
 """The trainer extension's advantage step on a real verl DataProto, its state files, and AAPO's reference rewards."""
 
+import copy
 import json
 
 import numpy as np
@@ -319,6 +320,31 @@ def test_trainer_compute_advantage_draws_aapo_references_from_extra_info(monkeyp
     expected, _ = advantage_step(data, algo("aapo"), ACRTracker(), 4, 3)
     got = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
     assert got == pytest.approx(expected.batch["advantages"][:, 0].tolist(), rel=1e-5)
+
+
+def test_trainer_draws_aapo_references_with_the_run_seed(monkeypatch):
+    """The trainer seeds AAPO's draws with ``data.seed``: each seed gives advantage_step's draws at that seed, two
+    seeds draw apart, and an unset seed draws as seed 0 (run_seed)."""
+    from rlvr_recipes.trainer.extension import run_seed
+
+    rewards = [1.0, 0.0, 1.0, 0.0]
+    infos = [{"index": 0, "ref_rewards": [i / 15 for i in range(16)]}] * 4  # 16 distinct rewards: draws show
+    got = {}
+    for seed in (None, 0, 7, 8):
+        trainer, meta, _, store = _trainer_on_fake_tq(monkeypatch, [2, 3, 1, 2], rewards, "aapo", step=3,
+                                                      extra_info=infos)
+        if seed is not None:
+            trainer.config.data = {"seed": seed}
+        assert run_seed(trainer.config) == (seed or 0)
+        trainer._compute_advantage(meta, {})
+        got[seed] = [float(a[-1]) for a in store["fields"]["advantages"].unbind()]
+    data = dataproto([rewards])
+    data.non_tensor_batch["uid"] = np.array(["p0"] * 4, dtype=object)
+    data.non_tensor_batch["extra_info"] = np.array(infos, dtype=object)
+    for seed in (0, 7, 8):
+        expected, _ = advantage_step(copy.deepcopy(data), algo("aapo"), ACRTracker(), 4, 3, seed=seed)
+        assert got[seed] == pytest.approx(expected.batch["advantages"][:, 0].tolist(), rel=1e-5)
+    assert got[None] == got[0] and got[7] != got[8] and got[7] != got[0]
 
 
 def test_agrae_reads_success_from_reward_extra_info():

@@ -74,6 +74,7 @@ def advantage_step(
     step: int = 0,
     batch_keys: Optional[list] = None,
     filtered_groups: int = 0,
+    seed: int = 0,
 ) -> tuple[Any, dict[str, float]]:
     """Compute advantages for ``data`` and the figures to log.
 
@@ -91,6 +92,7 @@ def advantage_step(
         filtered_groups: groups DAPO's dynamic sampling dropped while this batch was assembled (verl's
             ``training/filter_groups/evicted_samples``): ``acr/acr`` describes the rollouts, these included
             (:func:`rlvr_recipes.advantage.diagnostics.rollout_acr`), and ``acr/acr_post_filter`` the kept batch.
+        seed: the run's seed (:func:`run_seed`); with ``step`` it seeds AAPO's draws, so two seeds draw apart.
 
     A-GRAE with ``algorithm.agrae.success_key`` set reads each response's success from
     ``data.non_tensor_batch["success"]`` (the trainer fills it from the reward's ``reward_extra_info``).
@@ -111,7 +113,7 @@ def advantage_step(
         ref = data.batch["ref_rewards"] if "ref_rewards" in data.batch.keys() else data.non_tensor_batch.get("ref_rewards")
         if ref is None and "extra_info" in data.non_tensor_batch:
             tokens = {k: data.batch[k].cpu().numpy() for k in ("prompts", "responses") if k in data.batch.keys()}
-            ref = draw_ref_rewards(data.non_tensor_batch["extra_info"], uid, step=step, **tokens)
+            ref = draw_ref_rewards(data.non_tensor_batch["extra_info"], uid, step=step, seed=seed, **tokens)
         if ref is None:
             raise ValueError(
                 "adv_estimator=aapo needs each response's paired reference reward in the batch field 'ref_rewards'; "
@@ -276,6 +278,13 @@ def token_hash(tokens: Any) -> np.ndarray:
     return tokens @ weights  # int64 arithmetic wraps modulo 2**64
 
 
+def run_seed(config: Any) -> int:
+    """The run's seed for the draws this package makes in the trainer: ``data.seed``, the seed of verl's data order
+    (``rlvr_recipes.launch.cpu_run`` sets it and the rollout's seed to the run's seed), or 0 when it is unset."""
+    seed = config_get(config_get(config, "data", None), "seed", None)
+    return 0 if seed is None else int(seed)
+
+
 def draw_ref_rewards(extra_info: Any, uid: Any, step: int, seed: int = 0, prompts: Optional[np.ndarray] = None,
                      responses: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
     """Paired reference rewards drawn from each prompt's cache (``extra_info["ref_rewards"]``, M per prompt, written
@@ -292,6 +301,7 @@ def draw_ref_rewards(extra_info: Any, uid: Any, step: int, seed: int = 0, prompt
         extra_info: ``(bs,)`` per-response dicts with ``ref_rewards`` (list).
         uid: ``(bs,)`` group labels.
         step: training step (fresh draws each step).
+        seed: the run's seed (:func:`run_seed`).
         prompts: ``(bs, P)`` prompt token ids (verl's ``prompts``), with ``responses``.
         responses: ``(bs, R)`` response token ids (verl's ``responses``).
     """
@@ -603,6 +613,7 @@ def register() -> None:
                 self.global_steps,
                 batch_keys=list(batch.keys),
                 filtered_groups=int(metrics.get("training/filter_groups/evicted_samples", 0)),
+                seed=run_seed(self.config),
             )
             metrics.update(step_metrics)
             out = ["advantages", "returns"] + (["token_level_rewards"] if self.config.algorithm.use_kl_in_reward else [])
