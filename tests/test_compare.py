@@ -113,6 +113,21 @@ def test_claims_pair_runs_by_seed_only_when_every_run_drew_keyed():
     assert "Welch" in {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["evidence"]
 
 
+def test_claims_without_grpo_judge_each_pair_whose_runs_are_there():
+    """A comparison of GSPO and GSPO-N alone (no GRPO) still judges GSPO-N against GSPO; the claims against GRPO
+    are left out, not judged against nothing."""
+    runs = {"gspo": [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.8), {2: 0.6, 4: 0.4}),
+                     _run([0.52] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.81), {2: 0.6, 4: 0.4})],
+            "gspo_n": [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.6), {2: 0.6, 4: 0.4}),
+                       _run([0.51] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.61), {2: 0.6, 4: 0.4})],
+            "cw_grpo": [_run([0.5] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.6), {2: 0.6}) for _ in range(2)],
+            "aapo": [_run([0.5] * 4, [0.2] * 4, [0.5] * 4, (0.5, 0.6), {2: 0.6}) for _ in range(2)]}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out["gspo_n keeps large-k pass@4 above gspo"]["verdict"] == "did not hold"  # 0.605 vs 0.805
+    assert out["gspo_n keeps entropy above gspo"]["verdict"] == "cannot be judged"
+    assert not [c for c in out if "GRPO" in c or c.endswith(" grpo")]  # no GRPO runs: nothing judged against it
+
+
 def test_series_picks_the_validation_key():
     steps = {0: {"val-core/arithmetic/addition/acc/mean@1": 0.5}, 1: {"critic/score/mean": 0.2},
              2: {"val-core/arithmetic/addition/acc/mean@1": 0.75, "critic/score/mean": float("nan")}}
@@ -293,7 +308,7 @@ def _interrupt_after(cmd: list[str], marker: str, timeout_s: float, how: str = "
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("how,jobs", [("ctrl-c", "1"), ("sigterm", "2")])
+@pytest.mark.parametrize("how,jobs", [("ctrl-c", "1"), ("sigterm", "1"), ("sigterm", "2")])
 def test_an_interrupt_stops_a_comparison_at_once(tmp_path, small_countdown, how, jobs):
     """Ctrl-C (SIGINT to the process group) in the middle of a run trained in the command's own Ray cluster, and
     SIGTERM to the command alone in the middle of two runs trained in two lanes: the command ends within 45 s with

@@ -340,13 +340,23 @@ def _done_line(label: str, outcome: dict[str, Any], passk_samples: int, t_all: f
             f"pass@{passk_samples} {outcome['passk_end'][passk_samples]:.3f} [{time.monotonic() - t_all:.0f} s]")
 
 
-def _shutdown_ray() -> None:
-    """A lane's finalizer (:func:`_lane_start`): shut its Ray cluster down. The lane is ending, so a further Ctrl-C
-    (a terminal sends it to every lane too) is ignored here rather than breaking off the shutdown with a traceback."""
+class TerminatedRayDriver(KeyboardInterrupt):
+    """SIGTERM stopped a comparison whose runs this process drove in its own Ray cluster (one run at a time), and
+    Ray is shut down. Once Ray's C++ handler has taken a SIGTERM (it prints "SIGTERM received"), the process aborts
+    at interpreter exit (SIGABRT, exit code 134) even after ``ray.shutdown()``; :func:`main` ends it with
+    ``os._exit`` instead, its output flushed, with the interrupt's exit code."""
+
+
+def _shutdown_ray(ignore: Sequence[int] = (signal.SIGINT,)) -> None:
+    """Shut this process's Ray cluster down, the signals in ``ignore`` ignored from here on: the process is ending,
+    and a further Ctrl-C (a terminal sends it to every process of the group) or SIGTERM would break off the shutdown
+    with a traceback. A lane's finalizer (:func:`_lane_start`) ignores Ctrl-C; the command itself, when it is Ray's
+    driver (one run at a time), SIGTERM too (:func:`compare`)."""
     import ray
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in ignore:
+            signal.signal(signum, signal.SIG_IGN)
     if ray.is_initialized():
         ray.shutdown()
 
@@ -527,18 +537,25 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         else:
             say(f"{label}: finished earlier, kept")
     t_train = time.monotonic()
+    in_lanes = jobs > 1 and len(todo) > 1
     try:
-        if jobs > 1 and len(todo) > 1:
+        if in_lanes:
             run_in_lanes(todo, plan, jobs, say, t_all)
         else:
             start_cluster_runs(metrics_root)  # one Ray cluster for every run below, started by the first
             for label, spec in todo:
                 say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
                 say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
-    except (KeyboardInterrupt, SystemExit):  # Ctrl-C; SIGTERM, which ray.init's handler turns into SystemExit
+    except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C; SIGTERM, which ray.init's handler turns into SystemExit
         kept = sum(os.path.exists(os.path.join(spec.out, "done.json")) for spec in specs)
         say(f"[compare] interrupted after {time.monotonic() - t_all:.0f} s: {kept} of {len(specs)} runs finished "
             f"and are kept in {out}; the same command resumes with the others")
+        if not in_lanes:
+            _shutdown_ray((signal.SIGINT, signal.SIGTERM))  # this process is Ray's driver
+            if isinstance(exc, SystemExit):
+                raise TerminatedRayDriver(f"SystemExit({exc.code})") from None
+        if isinstance(exc, SystemExit):
+            raise KeyboardInterrupt(f"SystemExit({exc.code})") from None
         raise
 
     runs = defaultdict(list)
@@ -769,9 +786,8 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         add("early ACR predicts final held-out accuracy", "000 Sec. 3.4.2, Fig. 1",
             ("cannot be judged", "fewer than 4 runs or no spread"))
 
-    if "grpo" not in runs:
-        return out
-    if "avspo" in runs:
+    # the claims below each need their method and its baseline among the runs (GSPO-N against GSPO needs no GRPO)
+    if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
     # each figure an exploration claim can name: (the claim's wording, the run's value); higher is the claim
@@ -787,15 +803,16 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
                     add(f"{method} {wording} {base}", source, versus(method, base, per_run, higher=True))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
-        add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
-            versus("cw_grpo", "grpo", std_of, higher=False))
+        if "grpo" in runs:
+            add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
+                versus("cw_grpo", "grpo", std_of, higher=False))
         final_val = lambda r: _tail_mean(r["curves"]["val"])  # noqa: E731
         names = {"grpo": "GRPO", "clip_cov": "Clip-Cov"}
         for base, source in CW_GRPO_BASELINES:
             if base in runs:
                 add(f"CW-GRPO ends with higher held-out accuracy than {names[base]}", source,
                     versus("cw_grpo", base, final_val, higher=True))
-    if "aapo" in runs:
+    if "aapo" in runs and "grpo" in runs:
         gap = lambda r: mean_of("acr/acr")(r) - mean_of("acr/effective_acr")(r)  # noqa: E731
         add("AAPO's margin gives non-zero advantages in collapsed groups (ACR minus effective ACR above GRPO's)",
             "002 Fig. 1-2", versus("aapo", "grpo", gap, higher=True))
@@ -916,14 +933,14 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     cols = list(next(iter(table.values())))
     for title, group in (("Learning", [c for c in cols if "acc" in c or "pass@" in c or "reward" in c]),
                          ("Dynamics and cost", [c for c in cols if not ("acc" in c or "pass@" in c or "reward" in c)])):
-        extra = ["step time vs GRPO"] if "s/step" in group else []
+        # the step time against GRPO's, when GRPO is one of the methods
+        extra = ["step time vs GRPO"] if "s/step" in group and math.isfinite(grpo_step) and grpo_step > 0 else []
         lines += ["", f"**{title}**", "", "| method | " + " | ".join(group + extra) + " |",
                   "|---" * (len(group) + len(extra) + 1) + "|"]
         for method, row in table.items():
             cells = [fmt(*row[c]) for c in group]
             if extra:
-                rel = row["s/step"][0] / grpo_step if math.isfinite(grpo_step) and grpo_step > 0 else float("nan")
-                cells.append(f"{rel:.2f}x")
+                cells.append(f"{row['s/step'][0] / grpo_step:.2f}x")
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
     start = summary["start_passk"]
     lines += ["", "Initial model: " + ", ".join(f"pass@{k} {m:.3f}" for k, (m, _) in start.items())]
@@ -1078,6 +1095,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
+    except TerminatedRayDriver:  # compare() said what is kept and shut Ray down: end before the C++ abort at exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     except KeyboardInterrupt:  # compare() said what is kept; the shell's code for a Ctrl-C, without a traceback
         return 130
     return 0
