@@ -10,6 +10,9 @@ GRPO by Welch's t-test over seeds (the comparison's own test, :func:`rlvr_recipe
 
     python benchmarks/lab_fresh_prompts.py --json benchmarks/lab_fresh_prompts.json   # ~30 s per model on 2 cores
 
+With ``--held-out`` the same figures are taken on the build's 200 held-out prompts instead, for a larger k than the
+comparison scored (``--samples 256``: pass@256 of every finished run, without training them again).
+
 With ``--keep`` the runs (and the warm start) already scored in ``--json`` by a command with the same ``--out``,
 ``--fresh``, ``--fresh-seed`` and ``--samples`` are kept and only the runs finished since are scored. The pairs of
 the report's claims (:data:`CLAIM_PAIRS`: each method against the baseline its paper compares with) are tested on
@@ -56,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fresh", type=int, default=200, help="new problems (default 200)")
     parser.add_argument("--fresh-seed", type=int, default=1, help="seed of the new problems (default 1)")
     parser.add_argument("--samples", type=int, default=64, help="responses per problem (default 64)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="score on the build's held-out prompts, not on fresh problems (--fresh is not used)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--keep", action="store_true",
                         help="keep the scores already in --json (same settings); score only the runs not in it")
@@ -74,7 +79,7 @@ def kept_scores(path: str, args: argparse.Namespace) -> dict[str, Any]:
     with open(path) as f:
         recorded = json.load(f)
     before = build_parser().parse_args(shlex.split(recorded["command"])[2:])
-    for key in ("out", "fresh", "fresh_seed", "samples"):
+    for key in ("out", "fresh", "fresh_seed", "samples", "held_out"):
         if getattr(before, key) != getattr(args, key):
             raise ValueError(f"{path} was scored with --{key.replace('_', '-')} {getattr(before, key)}, this command "
                              f"has {getattr(args, key)}: leave out --keep or write another --json")
@@ -103,7 +108,8 @@ def main() -> int:
 
     def score(model_dir: Any) -> dict[str, float]:
         if not built:
-            prompts = write_fresh_prompts(os.path.join(tmp.name, "fresh.parquet"), args.fresh, args.fresh_seed)
+            prompts = None if args.held_out else write_fresh_prompts(os.path.join(tmp.name, "fresh.parquet"),
+                                                                      args.fresh, args.fresh_seed)
             built.append(scorer("countdown", args.samples, prompts=prompts))
         return figures(built[0](model_dir))
 
@@ -119,7 +125,8 @@ def main() -> int:
                 + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
 
     table: dict[str, Any] = {}
-    print(f"\n{args.fresh} fresh problems (seed {args.fresh_seed}) x {args.samples} samples; warm start pass@1 "
+    problems = "the build's held-out prompts" if args.held_out else f"{args.fresh} fresh problems (seed {args.fresh_seed})"
+    print(f"\n{problems} x {args.samples} samples; warm start pass@1 "
           f"{start['pass@1']:.3f}, pass@{args.samples} {start['pass@max']:.3f}")
     print(f"{'method':<12} {'seeds':>5} {'pass@1':>15} {'change':>8} {'pass@8':>15} {'pass@max':>15}  vs grpo (pass@1)")
     base = [r["pass@1"] for r in results.get("grpo", [])]
@@ -148,8 +155,8 @@ def main() -> int:
     print(f"done in {time.monotonic() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"what": f"the warm start and the final model of each run of {args.out} on {args.fresh} fresh "
-                               f"countdown problems (seed {args.fresh_seed}) x {args.samples} samples",
+            json.dump({"what": f"the warm start and the final model of each run of {args.out} on {problems} of the "
+                               f"countdown task x {args.samples} samples",
                        "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
                        "warm_start": start, "runs": results, "by_method": table, "claim_pairs": pairs}, f, indent=1)
     return 0

@@ -165,3 +165,6 @@ def test_fresh_prompt_scores_are_kept_only_from_a_command_with_the_same_settings
         json.dump(record, f)
     with pytest.raises(ValueError, match="--fresh-seed 2, this command has 1"):
         kept_scores(path, args)
+    # scores on fresh problems are not kept for a command that scores the held-out prompts
+    with pytest.raises(ValueError, match="--held-out False, this command has True"):
+        kept_scores(path, build_parser().parse_args(["--json", path, "--keep", "--fresh-seed", "2", "--held-out"]))
