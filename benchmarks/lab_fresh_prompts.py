@@ -125,7 +125,8 @@ def main() -> int:
                 + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
 
     table: dict[str, Any] = {}
-    problems = "the build's held-out prompts" if args.held_out else f"{args.fresh} fresh problems (seed {args.fresh_seed})"
+    problems = ("the build's held-out prompts" if args.held_out
+                else f"{args.fresh} fresh problems (seed {args.fresh_seed})")
     print(f"\n{problems} x {args.samples} samples; warm start pass@1 "
           f"{start['pass@1']:.3f}, pass@{args.samples} {start['pass@max']:.3f}")
     print(f"{'method':<12} {'seeds':>5} {'pass@1':>15} {'change':>8} {'pass@8':>15} {'pass@max':>15}  vs grpo (pass@1)")

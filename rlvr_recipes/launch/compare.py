@@ -552,10 +552,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
             f"and are kept in {out}; the same command resumes with the others")
         if not in_lanes:
             _shutdown_ray((signal.SIGINT, signal.SIGTERM))  # this process is Ray's driver
-            if isinstance(exc, SystemExit):
-                raise TerminatedRayDriver(f"SystemExit({exc.code})") from None
         if isinstance(exc, SystemExit):
-            raise KeyboardInterrupt(f"SystemExit({exc.code})") from None
+            interrupt = KeyboardInterrupt if in_lanes else TerminatedRayDriver
+            raise interrupt(f"SystemExit({exc.code})") from None
         raise
 
     runs = defaultdict(list)
