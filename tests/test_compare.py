@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, RunSpec, _change_table, _diff_verdict,
-                                         _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
-                                         acr_by_group_size, check_kept_run, claims,
+                                         _interrupted_by_signal, _lanes_sentence, interrupt_after_exit, _seed_range, _stop_lanes,
+                                         acr_by_group_size, check_kept_run, claims, keep_training_record,
                                          main, paired_change, passk_change, passk_curve, publish_report,
                                          run_in_lanes, run_specs, series, welch_test)
 from rlvr_recipes.launch.cpu_plot import read_metrics
@@ -268,6 +268,10 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_coun
     assert "training" not in proc.stdout
     report = (out / "report.md").read_text()
     assert "**Partial report**: 2 run(s) not finished yet: grpo seed 1, aapo seed 1." in report
+    # ... and goes on naming the command that trained the runs (the resume above), not itself
+    setup = json.loads((out / "summary.json").read_text())["setup"]
+    assert "--report-only" not in setup["command"].split() and "--report-only" in setup["report_command"].split()
+    assert "rewritten from its finished runs by" in report
     assert not (out / "runs" / "grpo" / "seed1").exists()
 
 
@@ -645,3 +649,37 @@ def test_lanes_sentence_only_when_runs_were_trained_in_lanes():
     assert _lanes_sentence({"jobs": 2, "trained_runs": 4, "trained_wall_s": 930.0, "steps": 50}) == (
         " This command trained 4 runs 2 at a time (one Ray cluster per lane) in 15.5 min of wall time: 4.65 s per "
         "step trained, each run's start-up and pass@k scoring included.")
+
+
+def test_a_report_only_report_keeps_the_training_record_of_the_summary_before(tmp_path):
+    trained = {"command": "python -m rlvr_recipes.launch.compare --methods gspo,gspo_n --jobs 2", "jobs": 2,
+               "trained_runs": 10, "trained_wall_s": 2436.2, "steps": 50}
+    report = {"command": "python -m rlvr_recipes.launch.compare --methods gspo,gspo_n --report-only", "jobs": 1,
+              "trained_runs": 0, "trained_wall_s": 0.0, "steps": 50, "runs_s": 4380.5}
+    path = tmp_path / "summary.json"
+    assert keep_training_record(report, str(path)) == report  # no summary before: nothing to keep
+    path.write_text(json.dumps({"setup": trained}))
+    kept = keep_training_record(report, str(path))
+    assert kept == {**report, "command": trained["command"], "jobs": 2, "trained_runs": 10, "trained_wall_s": 2436.2,
+                    "report_command": report["command"]}
+    # a second --report-only keeps the same record (the summary before now holds it)
+    path.write_text(json.dumps({"setup": kept}))
+    assert keep_training_record(report, str(path)) == kept
+    # a summary written by --report-only before this change recorded no training: nothing to keep
+    path.write_text(json.dumps({"setup": report}))
+    assert keep_training_record(report, str(path)) == report
+    path.write_text("{not json")
+    assert keep_training_record(report, str(path)) == report
+
+
+def test_only_a_sigterm_or_an_exit_in_lanes_counts_as_an_interrupt():
+    import signal
+
+    from rlvr_recipes.launch.compare import TerminatedRayDriver
+
+    # one run at a time, ray.init's SIGTERM handler calls sys.exit(15)
+    assert type(interrupt_after_exit(SystemExit(signal.SIGTERM), in_lanes=False)) is TerminatedRayDriver
+    assert type(interrupt_after_exit(SystemExit(3), in_lanes=True)) is KeyboardInterrupt
+    failed = interrupt_after_exit(SystemExit(3), in_lanes=False)  # a run that called sys.exit(3): exit code 1
+    assert isinstance(failed, RuntimeError) and "SystemExit(3)" in str(failed)
+    assert isinstance(interrupt_after_exit(SystemExit("bad"), in_lanes=False), RuntimeError)

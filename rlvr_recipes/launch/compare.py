@@ -347,6 +347,20 @@ class TerminatedRayDriver(KeyboardInterrupt):
     ``os._exit`` instead, its output flushed, with the interrupt's exit code."""
 
 
+def interrupt_after_exit(exc: SystemExit, in_lanes: bool) -> BaseException:
+    """What :func:`compare` raises, once it has said which runs are kept, for a ``SystemExit`` that stopped its
+    runs. In lanes this process runs no Ray, and the exit is the interrupt's (``KeyboardInterrupt``: exit code 130).
+    One run at a time, ray.init's handler turns SIGTERM into ``SystemExit(15)``: :class:`TerminatedRayDriver`
+    (exit code 130). Any other code is a run that ended the process, not a signal: a ``RuntimeError`` naming it
+    (exit code 1)."""
+    if in_lanes:
+        return KeyboardInterrupt(f"SystemExit({exc.code})")
+    if exc.code == signal.SIGTERM:
+        return TerminatedRayDriver(f"SystemExit({exc.code})")
+    return RuntimeError(f"a run ended the process with SystemExit({exc.code!r}), not a signal; the runs finished "
+                        "before it are kept")
+
+
 def _shutdown_ray(ignore: Sequence[int] = (signal.SIGINT,)) -> None:
     """Shut this process's Ray cluster down, the signals in ``ignore`` ignored from here on: the process is ending,
     and a further Ctrl-C (a terminal sends it to every process of the group) or SIGTERM would break off the shutdown
@@ -553,8 +567,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         if not in_lanes:
             _shutdown_ray((signal.SIGINT, signal.SIGTERM))  # this process is Ray's driver
         if isinstance(exc, SystemExit):
-            interrupt = KeyboardInterrupt if in_lanes else TerminatedRayDriver
-            raise interrupt(f"SystemExit({exc.code})") from None
+            raise interrupt_after_exit(exc, in_lanes) from None
         raise
 
     runs = defaultdict(list)
@@ -573,10 +586,32 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
                         "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else [],
                         # this command's training: how many runs, in how many lanes, in how much wall time
-                        "jobs": jobs, "trained_runs": len(todo), "trained_wall_s": round(time.monotonic() - t_train, 1)}
+                        "jobs": jobs, "trained_runs": len(todo),
+                        "trained_wall_s": 0.0 if report_only else round(time.monotonic() - t_train, 1)}
+    if report_only:
+        summary["setup"] = keep_training_record(summary["setup"], os.path.join(out, "summary.json"))
     write_report(out, runs, start_passk, summary)
     say(f"[compare] report {os.path.join(out, 'report.md')} [{time.monotonic() - t_all:.0f} s]")
     return summary
+
+
+#: The keys of a summary's ``setup`` that record how its runs were trained; ``--report-only`` trains nothing.
+TRAINING_RECORD = ("command", "jobs", "trained_runs", "trained_wall_s")
+
+
+def keep_training_record(setup: dict[str, Any], summary_path: str) -> dict[str, Any]:
+    """``setup`` of a ``--report-only`` report, with the training record (:data:`TRAINING_RECORD`: the command that
+    trained the runs, its lanes, runs and wall time) taken from the summary the comparison wrote before, so that the
+    report goes on naming the command that reproduces its runs; the report-only command is kept as
+    ``report_command``. Without an earlier summary (or one without the record) ``setup`` is returned as it is."""
+    try:
+        with open(summary_path) as f:
+            before = json.load(f).get("setup", {})
+    except (OSError, ValueError, AttributeError):
+        return setup
+    if not isinstance(before, dict) or "command" not in before or "--report-only" in before["command"].split():
+        return setup
+    return {**setup, **{k: before[k] for k in TRAINING_RECORD if k in before}, "report_command": setup["command"]}
 
 
 # ---------------------------------------------------------------------------------------------------- figures
@@ -921,6 +956,8 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
         *([f"**Partial report**: {len(missing)} run(s) not finished yet: {', '.join(missing)}. Figures and "
            "verdicts below are over the finished runs only.", ""] if missing else []),
         f"`{setup['command']}`  ",
+        *([f"(this report rewritten from its finished runs by `{setup['report_command']}`)  "]
+          if setup.get("report_command") else []),
         f"{setup['seeds']} seed(s){_seed_range(setup)} x {setup['steps']} steps per method; {setup['machine']}; "
         f"{setup['runs_s'] / 60:.1f} min of training runs in all (start-up included, "
         f"{'one Ray cluster per lane' if _lanes_sentence(setup) else 'one Ray cluster'}); a step "
