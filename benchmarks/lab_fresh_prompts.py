@@ -102,7 +102,8 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     t0 = time.monotonic()
-    say = lambda s: print(f"[fresh] {s} [{time.monotonic() - t0:.0f} s]", flush=True)  # noqa: E731
+    tag = "held-out" if args.held_out else "fresh"
+    say = lambda s: print(f"[{tag}] {s} [{time.monotonic() - t0:.0f} s]", flush=True)  # noqa: E731
     tmp = tempfile.TemporaryDirectory()
     built: list[Any] = []  # the scorer, built at the first model to score (about 80 s; not at all when all are kept)
 
