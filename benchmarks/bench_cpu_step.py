@@ -4,6 +4,7 @@
     python -m benchmarks.bench_cpu_step                       # 10 steps of grpo, writes benchmarks/cpu_step.json
     python -m benchmarks.bench_cpu_step --compare benchmarks/cpu_step.json --json /tmp/now.json
     python -m benchmarks.bench_cpu_step --label before -- trainer.v1.sampler.sampler_kwargs.poll_interval=2.0
+    python -m benchmarks.bench_cpu_step --task countdown --steps 20   # the lab's task (docs/lab.md)
 
 Not a timed test: it runs ``rlvr_recipes.launch.cpu_run.train`` once (the tiny model and data are built first if missing, outside
 the measurement) and reports
@@ -141,11 +142,12 @@ def phase_medians(records: Sequence[dict[str, Any]]) -> tuple[dict[str, float], 
     return {k: round(statistics.median(v), 3) for k, v in sorted(by_key.items())}, step1, used
 
 
-def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: float) -> dict[str, Any]:
-    """One default run of ``steps`` steps; the figures listed in the module docstring."""
+def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: float,
+        task: str = "addition") -> dict[str, Any]:
+    """One default run of ``steps`` steps on ``task``; the figures listed in the module docstring."""
     from rlvr_recipes.launch.cpu_run import ensure_tiny, train
 
-    ensure_tiny()  # outside the measurement
+    ensure_tiny(task=task)  # outside the measurement
     os.makedirs(out, exist_ok=True)
     for name in ("metrics.jsonl", "train.log"):
         if os.path.exists(os.path.join(out, name)):
@@ -155,7 +157,7 @@ def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: floa
     sampler = TreeSampler(os.path.join(out, "train.log"), os.path.join(out, "metrics.jsonl"), t0)
     sampler.start()
     try:
-        code = train(method, out, steps=steps, extra=extra, timeout_s=timeout_s, plot=False, quiet=True)
+        code = train(method, out, steps=steps, extra=extra, timeout_s=timeout_s, plot=False, quiet=True, task=task)
     finally:
         sampler.stop()
     total_s = time.monotonic() - t0
@@ -167,6 +169,7 @@ def run(steps: int, method: str, out: str, extra: Sequence[str], timeout_s: floa
     phases, step1, used = phase_medians(records)
     return {
         "method": method,
+        "task": task,
         "steps": steps,
         "overrides": list(extra),
         "startup_s": None if sampler.ready_s is None else round(sampler.ready_s, 1),
@@ -214,13 +217,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--method", default="grpo")
+    parser.add_argument("--task", default="addition", help="embedded task: addition (the default run) or countdown")
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "bench_cpu_step"))
     parser.add_argument("--json", default=DEFAULT_JSON, help="where to write the result ('' for nowhere)")
     parser.add_argument("--label", default="now", help="name of this run in the JSON and the comparison")
     parser.add_argument("--compare", default=None, help="a JSON written by an earlier run, to print side by side")
     parser.add_argument("--timeout", type=float, default=1800.0)
     args = parser.parse_args(argv)
-    result = {"label": args.label, "machine": machine(), **run(args.steps, args.method, args.out, extra, args.timeout)}
+    result = {"label": args.label, "machine": machine(), **run(args.steps, args.method, args.out, extra, args.timeout, args.task)}
     other = None
     if args.compare:
         with open(args.compare) as f:
