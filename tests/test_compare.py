@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, RunSpec, _change_table, _diff_verdict,
-                                         _interrupted_by_signal, _lanes_sentence, interrupt_after_exit, _seed_range, _stop_lanes,
+                                         _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
                                          acr_by_group_size, check_kept_run, claims, keep_training_record,
                                          main, paired_change, passk_change, passk_curve, publish_report,
                                          run_in_lanes, run_specs, series, welch_test)
@@ -671,15 +671,3 @@ def test_a_report_only_report_keeps_the_training_record_of_the_summary_before(tm
     path.write_text("{not json")
     assert keep_training_record(report, str(path)) == report
 
-
-def test_only_a_sigterm_or_an_exit_in_lanes_counts_as_an_interrupt():
-    import signal
-
-    from rlvr_recipes.launch.compare import TerminatedRayDriver
-
-    # one run at a time, ray.init's SIGTERM handler calls sys.exit(15)
-    assert type(interrupt_after_exit(SystemExit(signal.SIGTERM), in_lanes=False)) is TerminatedRayDriver
-    assert type(interrupt_after_exit(SystemExit(3), in_lanes=True)) is KeyboardInterrupt
-    failed = interrupt_after_exit(SystemExit(3), in_lanes=False)  # a run that called sys.exit(3): exit code 1
-    assert isinstance(failed, RuntimeError) and "SystemExit(3)" in str(failed)
-    assert isinstance(interrupt_after_exit(SystemExit("bad"), in_lanes=False), RuntimeError)

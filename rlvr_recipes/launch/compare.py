@@ -347,20 +347,6 @@ class TerminatedRayDriver(KeyboardInterrupt):
     ``os._exit`` instead, its output flushed, with the interrupt's exit code."""
 
 
-def interrupt_after_exit(exc: SystemExit, in_lanes: bool) -> BaseException:
-    """What :func:`compare` raises, once it has said which runs are kept, for a ``SystemExit`` that stopped its
-    runs. In lanes this process runs no Ray, and the exit is the interrupt's (``KeyboardInterrupt``: exit code 130).
-    One run at a time, ray.init's handler turns SIGTERM into ``SystemExit(15)``: :class:`TerminatedRayDriver`
-    (exit code 130). Any other code is a run that ended the process, not a signal: a ``RuntimeError`` naming it
-    (exit code 1)."""
-    if in_lanes:
-        return KeyboardInterrupt(f"SystemExit({exc.code})")
-    if exc.code == signal.SIGTERM:
-        return TerminatedRayDriver(f"SystemExit({exc.code})")
-    return RuntimeError(f"a run ended the process with SystemExit({exc.code!r}), not a signal; the runs finished "
-                        "before it are kept")
-
-
 def _shutdown_ray(ignore: Sequence[int] = (signal.SIGINT,)) -> None:
     """Shut this process's Ray cluster down, the signals in ``ignore`` ignored from here on: the process is ending,
     and a further Ctrl-C (a terminal sends it to every process of the group) or SIGTERM would break off the shutdown
@@ -567,7 +553,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
         if not in_lanes:
             _shutdown_ray((signal.SIGINT, signal.SIGTERM))  # this process is Ray's driver
         if isinstance(exc, SystemExit):
-            raise interrupt_after_exit(exc, in_lanes) from None
+            # its code cannot tell a SIGTERM from a run's own exit: after SIGTERM this process saw SystemExit(1)
+            interrupt = KeyboardInterrupt if in_lanes else TerminatedRayDriver
+            raise interrupt(f"SystemExit({exc.code})") from None
         raise
 
     runs = defaultdict(list)
