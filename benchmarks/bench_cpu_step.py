@@ -224,7 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--compare", default=None, help="a JSON written by an earlier run, to print side by side")
     parser.add_argument("--timeout", type=float, default=1800.0)
     args = parser.parse_args(argv)
-    result = {"label": args.label, "machine": machine(), **run(args.steps, args.method, args.out, extra, args.timeout, args.task)}
+    result = {"label": args.label, "machine": machine(),
+              **run(args.steps, args.method, args.out, extra, args.timeout, args.task)}
     other = None
     if args.compare:
         with open(args.compare) as f:

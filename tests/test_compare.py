@@ -670,4 +670,3 @@ def test_a_report_only_report_keeps_the_training_record_of_the_summary_before(tm
     assert keep_training_record(report, str(path)) == report
     path.write_text("{not json")
     assert keep_training_record(report, str(path)) == report
-
