@@ -376,6 +376,59 @@ def test_server_refuses_prompt_that_leaves_no_room(tiny_model):
         asyncio.run(server.generate([1, 2, 3, 4], {"temperature": 1.0}, request_id="x"))
 
 
+def test_server_process_needs_no_verl():
+    """The server's module, its answers and its settings import no verl: the Ray worker that runs it would spend
+    about 9 s of 2 cores on verl's imports, at every run of a comparison."""
+    code = ("import pickle, sys\n"
+            "from rlvr_recipes.cpu_backend.hf_server import HFServer, ServerOutput, server_settings\n"
+            "pickle.dumps(ServerOutput(token_ids=[1, 2], log_probs=[-0.5, -0.25]))\n"
+            "server_settings({'dtype': 'float32', 'seed': 1}, {'path': '/m'})\n"
+            "print(sorted(m for m in sys.modules if m == 'verl' or m.startswith('verl.')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_server_answer_arrives_as_verls_token_output():
+    """A :class:`ServerOutput` sent through Ray (pickled) is unpickled as verl's ``TokenOutput``, fields kept."""
+    import pickle
+
+    from verl.workers.rollout.replica import TokenOutput
+
+    from rlvr_recipes.cpu_backend.hf_server import ServerOutput
+
+    sent = ServerOutput(token_ids=[4, 5, 2], log_probs=[-0.5, -1.25, -0.125], stop_reason="completed",
+                        extra_fields={"global_steps": 7})
+    got = pickle.loads(pickle.dumps(sent))
+    assert isinstance(got, TokenOutput)
+    assert (got.token_ids, got.log_probs, got.stop_reason, got.extra_fields) == (
+        [4, 5, 2], [-0.5, -1.25, -0.125], "completed", {"global_steps": 7})
+
+
+def test_server_settings_from_verls_configs_are_plain_and_complete():
+    """What the replica hands the server: verl's rollout config (a dataclass) and model config read into plain
+    dicts that hold every field the server reads, and no verl class."""
+    import pickle
+
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from rlvr_recipes.cpu_backend.hf_server import server_settings
+
+    rollout = omega_conf_to_dataclass(OmegaConf.create({
+        "_target_": "verl.workers.config.RolloutConfig", "name": "hf", "dtype": "float32", "prompt_length": 16,
+        "response_length": 8, "max_num_seqs": 64, "seed": 3, "engine_kwargs": {"hf": {"batch_wait_s": 0.01}}}))
+    model = OmegaConf.create({"path": "/models/tiny", "override_config": {"attn_implementation": "sdpa"},
+                              "trust_remote_code": False})
+    rollout_settings, model_settings = server_settings(rollout, model)
+    assert rollout_settings == {"engine_kwargs": {"hf": {"batch_wait_s": 0.01}}, "dtype": "float32",
+                                "prompt_length": 16, "response_length": 8, "max_num_seqs": 64, "seed": 3,
+                                "ignore_eos": False}  # max_model_len is None: the server's default applies
+    assert model_settings == {"path": "/models/tiny", "override_config": {"attn_implementation": "sdpa"},
+                              "trust_remote_code": False}
+    assert b"verl" not in pickle.dumps((rollout_settings, model_settings))
+
+
 # ---------------------------------------------------------------------------------------------- plot
 
 

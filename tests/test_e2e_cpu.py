@@ -5,7 +5,7 @@ of rollout -> reward -> advantage -> loss -> update -> weight sync; a checkpoint
 same global step and estimator state; a bad config fails in seconds, naming the key. The five variants (A-GRAE's
 Table 1 controls, GRPO-N's positive-only control) run too with ``RLVR_E2E_ALL=1``.
 
-Start-up (~50 s per method in one driver) is amortised by running the selected methods one after another in one
+Start-up (45-60 s per method in one driver; the later methods reuse the first's TaskRunner actor) is amortised by running the selected methods one after another in one
 driver process and Ray cluster (``python -m rlvr_recipes.launch.cpu_run suite``), started once for the whole module with only
 the methods that pytest selected. Whole module: about 13 minutes on 2 cores (17 with the variants). Quick subset
 (three methods and the bad-config checks, about 4 minutes)::
@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import psutil
 import pytest
@@ -149,6 +150,31 @@ def test_method_trains(method: str, suite_results: dict) -> None:
             assert data["critic/advantages/min"] >= -1e-6, data["critic/advantages/min"]
     if method == "agrae_dapo":  # the shaping really ran: some response scored below 0 (a penalised length)
         assert min(d["critic/score/min"] for d in steps.values()) < 0.0, [d["critic/score/min"] for d in steps.values()]
+
+
+#: Methods that differ from GRPO in the advantage estimator or the policy loss alone: at step 1 they hold the initial
+#: model under the same seed, so they sample GRPO's answers.
+GRPO_BODY = ["agrae", "avspo", "grpo_n", "w_reinforce", "cw_grpo", "aapo"]
+
+
+def test_a_seed_replays_in_the_shared_task_runner(suite_results: dict) -> None:
+    """The suite's first run (GRPO) starts the cluster's TaskRunner actor and every later run reuses it
+    (``rlvr_recipes.launch.cpu_run.shared_task_runner``). A later run on GRPO's body draws GRPO's step-1 answers,
+    the same prompts and responses: a reused process holding state from an earlier run that reached the draws
+    would change them."""
+    def step1(method: str) -> Counter:
+        run_dir = os.path.join(os.path.dirname(os.path.dirname(suite_results[method]["metrics"])), method)
+        with open(os.path.join(run_dir, "rollouts", "1.jsonl")) as f:
+            return Counter((r["input"], r["output"]) for r in map(json.loads, f))
+
+    later = [m for m in GRPO_BODY if suite_results.get(m, {}).get("ok")]
+    if not suite_results.get("grpo", {}).get("ok") or not later:
+        pytest.skip("needs GRPO and one of its estimator or loss variants in the suite")
+    assert next(iter(suite_results)) == "grpo"  # the run that started the TaskRunner
+    first = step1("grpo")
+    assert sum(first.values()) >= 64
+    for method in later:
+        assert step1(method) == first, f"{method}: other answers at step 1 than GRPO's"
 
 
 def _train(method: str, out: str, steps: int, *overrides: str, ranks: int = 1, timeout: float = 900) -> tuple:

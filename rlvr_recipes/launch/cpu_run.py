@@ -636,6 +636,64 @@ def run_then_release(run: Callable[[], None], release: Callable[[], None]) -> No
     release()
 
 
+#: This process's one TaskRunner actor and the Ray node it lives on (:func:`shared_task_runner`); empty until a run.
+_SHARED_RUNNER: dict[str, Any] = {}
+
+
+def _reusable_task_runner_class() -> type:
+    """verl's ``TaskRunnerV1`` that can run again: after each run it drops the trainer and the agent-loop manager, so
+    that the actors they hold (trainer workers, rollout servers, agent-loop and reward workers) lose their last
+    handle and Ray ends them, as it did when the TaskRunner's process ended with its run."""
+    import gc
+
+    from verl.trainer.main_ppo import TaskRunnerV1
+
+    class ReusableTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+        def run(self, config: Any) -> None:
+            try:
+                super().run(config)
+            finally:
+                self.trainer = self.agent_loop_manager = self.config = None
+                gc.collect()
+
+    return ReusableTaskRunner
+
+
+def shared_task_runner() -> Any:
+    """The TaskRunner actor every run of this process's Ray cluster runs in (one started per cluster).
+
+    ``main_ppo`` starts a TaskRunner actor for each run. Its process is a Ray worker that imports verl before it
+    can take the run's config: 11 s of every run's 47 s start-up on the 2-core machine (docs/lab.md, "Where a lab
+    run's time goes"). Sharing one keeps the imports and pays that once. A seed stays a replay: a run draws from
+    generators seeded by its config, not from the process's global state (``tests/test_compare.py`` compares a
+    run made first with the same run made second). A run that fails ends the actor (:func:`drop_shared_task_runner`),
+    so that the next run or a retry starts from a fresh process."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    if _SHARED_RUNNER.get("node") != node:
+        _SHARED_RUNNER.update(node=node, actor=ray.remote(_reusable_task_runner_class()).remote())
+    return _SHARED_RUNNER["actor"]
+
+
+def drop_shared_task_runner() -> None:
+    """End the shared TaskRunner actor, if any; Ray ends the actors of its run with it (they are owned by it)."""
+    import ray
+
+    actor = _SHARED_RUNNER.pop("actor", None)
+    _SHARED_RUNNER.clear()
+    if actor is not None and ray.is_initialized():
+        ray.kill(actor)
+
+
+class SharedTaskRunner:
+    """What ``run_ppo`` takes as ``task_runner_class``: its ``remote()`` hands out :func:`shared_task_runner`."""
+
+    @staticmethod
+    def remote() -> Any:
+        return shared_task_runner()
+
+
 def start_cluster_runs(metrics_root: str) -> None:
     """Prepare this process to run trainers in one Ray cluster (:func:`cluster_run`): the CPU environment, and verl's
     file logger writing ``<metrics_root>/<project>/<experiment>.jsonl``. Call before the first run (Ray starts
@@ -648,13 +706,14 @@ def start_cluster_runs(metrics_root: str) -> None:
 
 def cluster_run(method: str, run_dir: str, paths: dict[str, str], steps: int, extra: Sequence[str],
                 estimators: Sequence[str], experiment: str) -> Any:
-    """One training run in this process: ``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` on the composed, checked
-    config. The first run starts Ray; later runs reuse it, so the cluster's start-up is paid once. Afterwards the
+    """One training run in this process: ``main_ppo``'s ``run_ppo`` on the composed, checked config, in the cluster's
+    shared TaskRunner actor (:func:`shared_task_runner`). The first run starts Ray and that actor; later runs reuse
+    both, so their start-up is paid once. Afterwards the
     run's placement groups and servers are released (:func:`_release_run_resources`). Metrics go to verl's file
     logger under the root given to :func:`start_cluster_runs`, as ``<project>/<experiment>.jsonl``. A run whose
     workers lost the race for their rendezvous port is run again from an empty ``run_dir``
     (:func:`run_with_port_retry`). Returns the composed config."""
-    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+    from verl.trainer.main_ppo import run_ppo
     from verl.utils.device import auto_set_device
 
     config = compose(run_overrides(method, paths, run_dir, steps, 1, [*extra, f"trainer.experiment_name={experiment}"],
@@ -663,7 +722,11 @@ def cluster_run(method: str, run_dir: str, paths: dict[str, str], steps: int, ex
     preflight(config)
 
     def train() -> None:
-        run_then_release(lambda: run_ppo(config, task_runner_class=TaskRunnerV1), _release_run_resources)
+        try:
+            run_then_release(lambda: run_ppo(config, task_runner_class=SharedTaskRunner), _release_run_resources)
+        except Exception:
+            drop_shared_task_runner()
+            raise
 
     # a retry starts from an empty run_dir: verl would resume from a checkpoint the failed try left there (its
     # metrics file is opened for writing afresh by verl's file logger)
