@@ -5,10 +5,11 @@ of rollout -> reward -> advantage -> loss -> update -> weight sync; a checkpoint
 same global step and estimator state; a bad config fails in seconds, naming the key. The five variants (A-GRAE's
 Table 1 controls, GRPO-N's positive-only control) run too with ``RLVR_E2E_ALL=1``.
 
-Start-up (45-60 s per method in one driver; the later methods reuse the first's TaskRunner actor) is amortised by running the selected methods one after another in one
-driver process and Ray cluster (``python -m rlvr_recipes.launch.cpu_run suite``), started once for the whole module with only
-the methods that pytest selected. Whole module: about 13 minutes on 2 cores (17 with the variants). Quick subset
-(three methods and the bad-config checks, about 4 minutes)::
+Start-up (45-60 s per method in one driver; the later methods reuse the first's TaskRunner actor) is amortised by
+running the selected methods one after another in one driver process and Ray cluster (``python -m
+rlvr_recipes.launch.cpu_run suite``), started once for the whole module with only the methods that pytest selected.
+Whole module: about 13 minutes on 2 cores (17 with the variants). Quick subset (three methods and the bad-config
+checks, about 4 minutes)::
 
     python -m pytest -m e2e -k quick tests/test_e2e_cpu.py
     RLVR_E2E_ALL=1 python -m pytest -m e2e tests/test_e2e_cpu.py   # every method and variant

@@ -100,12 +100,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _fields(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The ``keys`` of ``cfg`` that are set, as plain Python."""
+    return {k: _plain(v) for k in keys if (v := _get(cfg, k)) is not None}
+
+
 def server_settings(config: Any, model_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The rollout and model settings :class:`HFServer` reads, as plain dicts (verl's config classes would make the
     server's process import verl to unpickle them)."""
-    return ({k: _plain(_get(config, k)) for k in ROLLOUT_FIELDS if _get(config, k) is not None},
-            {k: _plain(_get(model_config, k)) for k in MODEL_FIELDS if _get(model_config, k) is not None})
-
+    return _fields(config, ROLLOUT_FIELDS), _fields(model_config, MODEL_FIELDS)
 
 
 class HFServer:

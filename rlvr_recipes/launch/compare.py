@@ -7,8 +7,9 @@ the papers' claims checked against what the runs show.
 Each method x seed is one run of verl's trainer (``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1``, through
 :func:`rlvr_recipes.launch.cpu_run.cluster_run`) on the CPU and an embedded task (``--task``; ``KEY=VALUE`` overrides
 go to every run). Every run of one comparison shares one Ray cluster and one TaskRunner actor, started by the first
-run, so their start-up is paid once (:func:`rlvr_recipes.launch.cpu_run.shared_task_runner`); with ``--jobs J`` the runs are trained J at a time instead, each lane a process with a Ray cluster of its
-own (:func:`run_in_lanes`; docs/lab.md, "Lanes"). Seed ``s`` sets the data order
+run, so their start-up is paid once (:func:`rlvr_recipes.launch.cpu_run.shared_task_runner`); with ``--jobs J`` the
+runs are trained J at a time instead, each lane a process with a Ray cluster of its own (:func:`run_in_lanes`;
+docs/lab.md, "Lanes"). Seed ``s`` sets the data order
 (``data.seed``), the mini-batch order (``actor.data_loader_seed``) and the rollout sampling
 (``rollout.seed``); the warm-started initial model is the same for every seed. The rollout server and the pass@k
 scoring draw each sample from a stream keyed by the seed, the step, the prompt and the sample

@@ -665,9 +665,9 @@ def shared_task_runner() -> Any:
     ``main_ppo`` starts a TaskRunner actor for each run. Its process is a Ray worker that imports verl before it
     can take the run's config: 11 s of every run's 47 s start-up on the 2-core machine (docs/lab.md, "Where a lab
     run's time goes"). Sharing one keeps the imports and pays that once. A seed stays a replay: a run draws from
-    generators seeded by its config, not from the process's global state (``tests/test_compare.py`` compares a
-    run made first with the same run made second). A run that fails ends the actor (:func:`drop_shared_task_runner`),
-    so that the next run or a retry starts from a fresh process."""
+    generators seeded by its config, not from the process's global state (``tests/test_e2e_cpu.py``: the methods on
+    GRPO's body that run after GRPO, in its TaskRunner, draw GRPO's step-1 answers). A run that fails ends the actor
+    (:func:`drop_shared_task_runner`), so that the next run or a retry starts from a fresh process."""
     import ray
 
     node = ray.get_runtime_context().get_node_id()
