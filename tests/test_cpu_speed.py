@@ -1,8 +1,9 @@
-"""The CPU run's speed settings and reporting: the replay buffer's poll interval, the end-of-run summary line, the
-plot's band and the benchmark's per-phase medians (values worked by hand)."""
+"""The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker,
+the end-of-run summary line, the plot's band and the benchmark's per-phase medians (values worked by hand)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -35,6 +36,89 @@ def test_cpu_config_sets_a_short_poll_interval_and_no_dashboard():
     cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "rlvr_recipes", "configs", "cpu.yaml"))
     assert 0 < cfg.trainer.v1.sampler.sampler_kwargs.poll_interval <= 0.05
     assert cfg.ray_kwargs.ray_init.include_dashboard is False
+
+
+def _loop_worker(monkeypatch, registry_entry):
+    """A ReusedLoopWorker without its Ray actor or verl's __init__: its agent loops are counted fakes."""
+    from rlvr_recipes.cpu_backend import agent_loop
+
+    monkeypatch.setitem(agent_loop._agent_loop_registry, "single_turn_agent", registry_entry)
+    worker = agent_loop.ReusedLoopWorker.__new__(agent_loop.ReusedLoopWorker)
+    worker._reused_loop = None  # what its __init__ sets after verl's
+    built, served = [], []
+
+    class FakeLoop:
+        async def run(self, sampling_params, **kwargs):
+            served.append((id(self), kwargs["raw_prompt"]))
+            return f"answer to {kwargs['raw_prompt']}"
+
+    def build(agent_name):
+        built.append(agent_name)
+        return FakeLoop()
+
+    async def postprocess(output, validate, **kwargs):
+        return (output, validate)
+
+    monkeypatch.setattr(worker, "_build_agent_loop", build)
+    monkeypatch.setattr(worker, "_agent_loop_postprocess", postprocess)
+    return worker, built, served
+
+
+def _run_samples(worker, n, agent_name="single_turn_agent"):
+    trajectory = {"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False}
+
+    async def run():
+        return await asyncio.gather(*(worker._run_agent_loop({"temperature": 1.0}, trajectory, agent_name=agent_name,
+                                                             trace=False, raw_prompt=f"p{i}") for i in range(n)))
+
+    return asyncio.run(run())
+
+
+def test_the_single_turn_agent_loop_is_built_once_per_worker(monkeypatch):
+    """verl builds an agent loop per sample; the CPU lab's worker builds verl's SingleTurnAgentLoop once and runs
+    every sample through it, each answer going to verl's postprocessing with its own sample's arguments."""
+    from rlvr_recipes.cpu_backend.agent_loop import REUSED_LOOP_CLASS
+
+    worker, built, served = _loop_worker(monkeypatch, {"_target_": REUSED_LOOP_CLASS})
+    outs = _run_samples(worker, 5) + _run_samples(worker, 3)  # two steps
+    assert built == ["single_turn_agent"]
+    assert len({loop for loop, _ in served}) == 1
+    assert [prompt for _, prompt in served] == [f"p{i}" for i in range(5)] + [f"p{i}" for i in range(3)]
+    assert outs[:5] == [(f"answer to p{i}", False) for i in range(5)]
+
+
+@pytest.mark.parametrize("entry", [
+    {"_target_": "my_agents.ToolAgentLoop"},  # another loop registered under the name: it may keep state
+    {"_target_": "verl.experimental.agent_loop.single_turn_agent_loop.SingleTurnAgentLoop", "max_turns": 3},
+])
+def test_any_other_agent_loop_is_built_per_sample_by_verl(monkeypatch, entry):
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    worker, built, _ = _loop_worker(monkeypatch, entry)
+    calls = []
+
+    async def verls_run(self, sampling_params, trajectory, *, agent_name, trace=True, **kwargs):
+        calls.append((agent_name, kwargs["raw_prompt"]))
+        return "verl's"
+
+    monkeypatch.setattr(AgentLoopWorker, "_run_agent_loop", verls_run)
+    assert _run_samples(worker, 3) == ["verl's"] * 3
+    assert calls == [("single_turn_agent", f"p{i}") for i in range(3)] and built == []
+
+
+def test_cpu_config_selects_the_reused_loop_manager():
+    """cpu.yaml names the manager through verl's own setting, and verl's loader finds it and its workers."""
+    from verl.utils.import_utils import load_class_from_fqn
+
+    from rlvr_recipes.cpu_backend.agent_loop import ReusedLoopManager, ReusedLoopWorker
+
+    cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "rlvr_recipes", "configs", "cpu.yaml"))
+    fqn = cfg.actor_rollout_ref.rollout.agent.agent_loop_manager_class
+    assert load_class_from_fqn(fqn, "AgentLoopManager") is ReusedLoopManager
+    manager = ReusedLoopManager.__new__(ReusedLoopManager)
+    ReusedLoopManager.__init__(manager, config=OmegaConf.create({"actor_rollout_ref": {"rollout": {}, "model": {}}}),
+                               llm_client=None)
+    assert manager.agent_loop_workers_class.__ray_actor_class__ is ReusedLoopWorker
 
 
 def _metrics():
