@@ -115,9 +115,8 @@ def test_cpu_config_selects_the_reused_loop_manager():
     cfg = OmegaConf.load(os.path.join(os.path.dirname(__file__), "..", "rlvr_recipes", "configs", "cpu.yaml"))
     fqn = cfg.actor_rollout_ref.rollout.agent.agent_loop_manager_class
     assert load_class_from_fqn(fqn, "AgentLoopManager") is ReusedLoopManager
-    manager = ReusedLoopManager.__new__(ReusedLoopManager)
-    ReusedLoopManager.__init__(manager, config=OmegaConf.create({"actor_rollout_ref": {"rollout": {}, "model": {}}}),
-                               llm_client=None)
+    manager = ReusedLoopManager(config=OmegaConf.create({"actor_rollout_ref": {"rollout": {}, "model": {}}}),
+                                llm_client=None)  # its workers start in create(), not here
     assert manager.agent_loop_workers_class.__ray_actor_class__ is ReusedLoopWorker
 
 
