@@ -1,5 +1,5 @@
-"""The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker,
-the end-of-run summary line, the plot's band and the benchmark's per-phase medians (values worked by hand)."""
+"""The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker
+and one TransferQueue put per group, the end-of-run summary line, the plot's band and the benchmark's per-phase medians (values worked by hand)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from benchmarks.bench_cpu_step import phase_medians, table
@@ -56,11 +57,11 @@ def _loop_worker(monkeypatch, registry_entry):
         built.append(agent_name)
         return FakeLoop()
 
-    async def postprocess(output, validate, **kwargs):
+    async def entry(output, validate, **kwargs):
         return (output, validate)
 
     monkeypatch.setattr(worker, "_build_agent_loop", build)
-    monkeypatch.setattr(worker, "_agent_loop_postprocess", postprocess)
+    monkeypatch.setattr(worker, "_sample_entry", entry)
     return worker, built, served
 
 
@@ -76,7 +77,7 @@ def _run_samples(worker, n, agent_name="single_turn_agent"):
 
 def test_the_single_turn_agent_loop_is_built_once_per_worker(monkeypatch):
     """verl builds an agent loop per sample; the CPU lab's worker builds verl's SingleTurnAgentLoop once and runs
-    every sample through it, each answer going to verl's postprocessing with its own sample's arguments."""
+    every sample through it, each answer going to the postprocessing with its own sample's arguments."""
     from rlvr_recipes.cpu_backend.agent_loop import REUSED_LOOP_CLASS
 
     worker, built, served = _loop_worker(monkeypatch, {"_target_": REUSED_LOOP_CLASS})
@@ -104,6 +105,104 @@ def test_any_other_agent_loop_is_built_per_sample_by_verl(monkeypatch, entry):
     monkeypatch.setattr(AgentLoopWorker, "_run_agent_loop", verls_run)
     assert _run_samples(worker, 3) == ["verl's"] * 3
     assert calls == [("single_turn_agent", f"p{i}") for i in range(3)] and built == []
+
+
+class _FakeTQ:
+    """TransferQueue's put calls, recorded in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def async_kv_put(self, key, partition_id, tag):
+        self.calls.append(("status", key, partition_id, tag["status"]))
+
+    async def async_kv_batch_put(self, keys, partition_id, fields=None, tags=None):
+        self.calls.append(("data", list(keys), partition_id, fields, tags))
+
+
+def _group_worker(monkeypatch, sessions):
+    """A ReusedLoopWorker whose sample ``i`` returns ``sessions[i]`` (raised if an exception), with TransferQueue and
+    the tensordict conversion faked: what ``_run_prompt`` puts is recorded."""
+    from rlvr_recipes.cpu_backend import agent_loop
+
+    tq = _FakeTQ()
+    monkeypatch.setattr(agent_loop, "tq", tq)
+    monkeypatch.setattr(agent_loop, "list_of_dict_to_tensordict", lambda fields: list(fields))
+    worker = agent_loop.ReusedLoopWorker.__new__(agent_loop.ReusedLoopWorker)
+    worker.config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"n": len(sessions), "val_kwargs": {"n": 1}}}})
+
+    async def run_agent_loop(sampling_params, trajectory, *, trace, session_id, **prompt):
+        await asyncio.sleep(0.01 * (len(sessions) - session_id))  # the last session finishes first
+        result = sessions[session_id]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    monkeypatch.setattr(worker, "_run_agent_loop", run_agent_loop)
+    trajectory = {"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False}
+    asyncio.run(worker._run_prompt({"uid": "u"}, {"temperature": 1.0}, trajectory))
+    return tq.calls
+
+
+def _entry(session_id):
+    from rlvr_recipes.cpu_backend.agent_loop import SampleEntry
+
+    return SampleEntry(key=f"u_{session_id}_0", field={"session_id": session_id}, tag={"status": "success"})
+
+
+def test_a_groups_samples_are_put_in_one_call_in_session_order_before_its_status(monkeypatch):
+    """verl puts each sample as it finishes (here the last first); the worker puts the group once, in session
+    order, between the 'running' and 'finished' statuses."""
+    calls = _group_worker(monkeypatch, [_entry(i) for i in range(3)])
+    assert [c[0] for c in calls] == ["status", "data", "status"]
+    assert calls[0] == ("status", "u", "train", "running") and calls[2] == ("status", "u", "train", "finished")
+    _, keys, partition, fields, tags = calls[1]
+    assert keys == ["u_0_0", "u_1_0", "u_2_0"] and partition == "train"
+    assert fields == [{"session_id": i} for i in range(3)] and tags == [{"status": "success"}] * 3
+
+
+def test_a_failed_sample_fails_its_group_and_the_others_are_put(monkeypatch):
+    """As in verl: the finished samples' entries are put, and the group's status is 'failure'. A sample of another
+    agent loop (None: verl's method put it itself) is not put again."""
+    calls = _group_worker(monkeypatch, [_entry(0), RuntimeError("server gone"), None, _entry(3)])
+    assert [c[0] for c in calls] == ["status", "data", "status"]
+    assert calls[1][1] == ["u_0_0", "u_3_0"] and calls[2][3] == "failure"
+    assert _group_worker(monkeypatch, [None, None])[1:] == [("status", "u", "train", "finished")]
+
+
+def test_a_sample_entry_is_what_verls_worker_puts(monkeypatch):
+    """The key, fields and tag of a sample's entry are those verl's AgentLoopWorkerTQ._agent_loop_postprocess puts
+    for the same output (verl 0.9.1; its put and its tensordict conversion recorded)."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
+    from verl.trainer.ppo.v1 import agent_loop_tq
+
+    from rlvr_recipes.cpu_backend.agent_loop import ReusedLoopWorker
+
+    def output():
+        return AgentLoopOutput(prompt_ids=[5, 6, 7], response_ids=[8, 9], response_mask=[1, 1],
+                               response_logprobs=[-0.5, -0.25], reward_score=1.0, num_turns=2,
+                               metrics=AgentLoopMetrics(generate_sequences=0.1),
+                               extra_fields={"min_global_steps": 3, "max_global_steps": 3})
+
+    kwargs = {"uid": "u", "session_id": 4, "global_steps": 3, "raw_prompt": [{"role": "user", "content": "1+1"}],
+              "index": 7}
+    worker = ReusedLoopWorker.__new__(ReusedLoopWorker)
+    worker.processor, worker.reward_loop_worker_handles, worker.distillation_enabled = None, None, False
+    tq = _FakeTQ()
+    monkeypatch.setattr(agent_loop_tq, "tq", tq)
+    monkeypatch.setattr(agent_loop_tq, "list_of_dict_to_tensordict", lambda fields: list(fields))
+    asyncio.run(agent_loop_tq.AgentLoopWorkerTQ.__ray_actor_class__._agent_loop_postprocess(
+        worker, output(), False, **kwargs))
+    [(_, keys, partition, [verls_field], [verls_tag])] = tq.calls
+    entry = asyncio.run(worker._sample_entry(output(), False, **kwargs))
+    assert keys == [entry.key] == ["u_4_0"] and partition == "train"
+    assert entry.tag == verls_tag
+    assert set(entry.field) == set(verls_field)
+    for name, value in verls_field.items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(entry.field[name], value), name
+        else:
+            assert entry.field[name] == value, name
 
 
 def test_cpu_config_selects_the_reused_loop_manager():
