@@ -572,6 +572,32 @@ def test_lanes_stop_handing_out_runs_after_a_failure(tmp_path, capfd):
     assert not any((tmp_path / f"r{i}" / "done.json").exists() for i in (1, 2, 3))
 
 
+@pytest.mark.parametrize("jobs,threads,share", [(1, 2, 2), (2, 2, 1), (3, 2, 1), (2, 8, 4), (3, 8, 2), (0, 2, 2)])
+def test_lane_torch_threads_is_the_lanes_share_of_the_cores(jobs, threads, share):
+    from rlvr_recipes.launch.compare import lane_torch_threads
+
+    assert lane_torch_threads(jobs, threads) == share
+
+
+def test_a_lane_scores_with_its_share_of_torchs_threads(monkeypatch, tmp_path):
+    """Two lanes scoring at once with torch's 2 threads each took twice as long as with 1 each (docs/lab.md, "Lanes"):
+    a lane's process sets its share before its first run."""
+    import multiprocessing.util
+
+    import torch
+
+    from rlvr_recipes.launch import compare as compare_module
+    from rlvr_recipes.launch import cpu_run
+
+    started, threads = [], []
+    monkeypatch.setattr(cpu_run, "start_cluster_runs", started.append)
+    monkeypatch.setattr(multiprocessing.util, "Finalize", lambda *args, **kwargs: None)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    compare_module._lane_start(str(tmp_path), 2)
+    assert started == [str(tmp_path)] and threads == [1]
+
+
 def test_stop_lanes_sends_sigterm_only_to_lanes_still_running_after_the_grace(monkeypatch):
     from concurrent.futures import Future
 

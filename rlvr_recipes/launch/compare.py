@@ -362,15 +362,27 @@ def _shutdown_ray(ignore: Sequence[int] = (signal.SIGINT,)) -> None:
         ray.shutdown()
 
 
-def _lane_start(metrics_root: str) -> None:
+def lane_torch_threads(jobs: int, threads: int) -> int:
+    """torch's threads in each of ``jobs`` lanes when one process alone would use ``threads`` (torch's default, the
+    physical cores): their share, at least 1. A lane scores pass@k in its own process, and lanes tend to score at the
+    same time: on 2 cores two scorers with 2 threads each took 82-132 s each, with 1 thread each 38-43 s, one alone
+    with 2 threads 23.5-25.6 s (``benchmarks/bench_lane_scoring.py``; docs/lab.md, "Lanes")."""
+    return max(1, threads // max(1, jobs))
+
+
+def _lane_start(metrics_root: str, jobs: int) -> None:
     """A lane's process, before its first run (:func:`run_in_lanes`): the CPU environment and the metrics root
-    (:func:`rlvr_recipes.launch.cpu_run.start_cluster_runs`), and its Ray cluster shut down when the lane ends (a
-    process of ``multiprocessing`` runs its finalizers at exit, not ``atexit``, where Ray's own shutdown is)."""
+    (:func:`rlvr_recipes.launch.cpu_run.start_cluster_runs`), torch's threads for its pass@k scoring
+    (:func:`lane_torch_threads`), and its Ray cluster shut down when the lane ends (a process of ``multiprocessing``
+    runs its finalizers at exit, not ``atexit``, where Ray's own shutdown is)."""
     import multiprocessing.util
+
+    import torch
 
     from rlvr_recipes.launch.cpu_run import start_cluster_runs
 
     start_cluster_runs(metrics_root)
+    torch.set_num_threads(lane_torch_threads(jobs, torch.get_num_threads()))
     multiprocessing.util.Finalize(None, _shutdown_ray, exitpriority=10)
 
 
@@ -451,7 +463,7 @@ def run_in_lanes(todo: Sequence[tuple[str, RunSpec]], plan: RunPlan, jobs: int, 
     # spawn, not fork: a lane starts Ray and torch's threads of its own. A run is handed to the pool only when a lane
     # is free, so after a failure nothing queued can start.
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_lane_start, initargs=(plan.metrics_root,))
+                               initializer=_lane_start, initargs=(plan.metrics_root, jobs))
     with _sigterm_as_interrupt(), pool:
         try:
             while queue or running:
