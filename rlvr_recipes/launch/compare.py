@@ -366,7 +366,7 @@ def lane_torch_threads(jobs: int, threads: int) -> int:
     """torch's threads in each of ``jobs`` lanes when one process alone would use ``threads`` (torch's default, the
     physical cores): their share, at least 1. A lane scores pass@k in its own process, and lanes tend to score at the
     same time: on 2 cores two scorers with 2 threads each took 82-132 s each, with 1 thread each 38-43 s, one alone
-    with 2 threads 23.5-25.6 s (``benchmarks/bench_lane_scoring.py``; docs/lab.md, "Lanes")."""
+    with 2 threads 23.5-25.6 s (``benchmarks/bench_lane_scoring.py``; docs/lab.md, "pass@k scoring in lanes")."""
     return max(1, threads // max(1, jobs))
 
 
