@@ -27,17 +27,19 @@ if threads:
     torch.set_num_threads(threads)
 from verl.utils.import_utils import load_extern_object
 from rlvr_recipes.launch.compare import sample_correct_counts
-fn = load_extern_object(module_path="pkg://rlvr_recipes.reward.countdown", object_name="compute_score")
+model, test, samples, reward_path, reward_name, max_new = sys.argv[2:8]
+fn = load_extern_object(module_path=reward_path, object_name=reward_name)
 t = time.perf_counter()
-counts = sample_correct_counts(sys.argv[2], sys.argv[3], fn, int(sys.argv[4]), 32, seed=10)
+counts = sample_correct_counts(model, test, fn, int(samples), int(max_new), seed=10)
 print(time.perf_counter() - t, int(counts.sum()), torch.get_num_threads(), flush=True)
 """
 
 
-def leg(model: str, test: str, samples: int, processes: int, threads: int) -> list[tuple[float, int, int]]:
-    """``processes`` scorers started together, each with ``threads`` torch threads (0: torch's default); each
+def leg(scoring: list[str], processes: int, threads: int) -> list[tuple[float, int, int]]:
+    """``processes`` scorers started together, each with ``threads`` torch threads (0: torch's default) and the
+    ``scoring`` arguments of :func:`main` (model, prompts, samples, reward module and name, response length); each
     one's (seconds, correct answers counted, threads used)."""
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(threads), model, test, str(samples)],
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(threads), *scoring],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(processes)]
     out = []
     for p in procs:
@@ -53,7 +55,8 @@ def main() -> None:
     import torch
 
     from rlvr_recipes.launch.compare import lane_torch_threads
-    from rlvr_recipes.launch.cpu_run import ensure_tiny
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
+    from rlvr_recipes.reward.reference import reference_settings
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="a Hugging Face model folder to score")
@@ -61,13 +64,17 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     test = ensure_tiny(None, "countdown")["test"]
+    # the task's reward and response length, as the lab's runs and their scoring have them
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    scoring = [args.model, test, str(args.samples), settings["reward_path"], settings["reward_name"],
+               str(settings["max_response_length"])]
     default = torch.get_num_threads()
     share = lane_torch_threads(2, default)
     legs = {"alone, default threads": (1, 0), "alone, a lane's share": (1, share),
             "two at once, default threads": (2, 0), "two at once, a lane's share each": (2, share)}
     results = {}
     for name, (processes, threads) in legs.items():
-        results[name] = leg(args.model, test, args.samples, processes, threads)
+        results[name] = leg(scoring, processes, threads)
         print(f"{name:36s} " + ", ".join(f"{s:.1f} s ({u} threads)" for s, _, u in results[name]), flush=True)
     base = results["alone, default threads"][0][0]
     for name, runs in results.items():

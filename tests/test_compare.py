@@ -580,8 +580,8 @@ def test_lane_torch_threads_is_the_lanes_share_of_the_cores(jobs, threads, share
 
 
 def test_a_lane_scores_with_its_share_of_torchs_threads(monkeypatch, tmp_path):
-    """Two lanes scoring at once with torch's 2 threads each took twice as long as with 1 each (docs/lab.md, "Lanes"):
-    a lane's process sets its share before its first run."""
+    """Two lanes scoring at once with torch's 2 threads each took 2-3 times as long as with 1 each (docs/lab.md,
+    "pass@k scoring in lanes"): a lane's process sets its share before its first run."""
     import multiprocessing.util
 
     import torch

@@ -1,5 +1,6 @@
 """The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker
-and one TransferQueue put per group, the end-of-run summary line, the plot's band and the benchmark's per-phase medians (values worked by hand)."""
+and one TransferQueue put per group, the end-of-run summary line, the plot's band and the benchmark's per-phase
+medians (values worked by hand)."""
 
 from __future__ import annotations
 
