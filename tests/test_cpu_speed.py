@@ -1,6 +1,6 @@
-"""The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker
-and one TransferQueue put per group, the end-of-run summary line, the plot's band and the benchmark's per-phase
-medians (values worked by hand)."""
+"""The CPU run's speed settings and reporting: the replay buffer's poll interval, one agent loop per agent-loop worker,
+one TransferQueue put per group and one load-balancer lookup per batch, the end-of-run summary line, the plot's band
+and the benchmark's per-phase medians (values worked by hand)."""
 
 from __future__ import annotations
 
@@ -218,6 +218,147 @@ def test_cpu_config_selects_the_reused_loop_manager():
     manager = ReusedLoopManager(config=OmegaConf.create({"actor_rollout_ref": {"rollout": {}, "model": {}}}),
                                 llm_client=None)  # its workers start in create(), not here
     assert manager.agent_loop_workers_class.__ray_actor_class__ is ReusedLoopWorker
+
+
+class _Done:
+    """An awaitable that is already done, as a Ray ObjectRef of a finished call (the call ran when it was made)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        if False:
+            yield
+        return self.value
+
+
+class _Actor:
+    """A Ray actor handle faked over a plain object: ``handle.method.remote(...)`` runs the method at once and counts
+    the call."""
+
+    def __init__(self, obj):
+        self._obj, self.calls = obj, []
+
+    def __getattr__(self, name):
+        method, calls = getattr(self._obj, name), self.calls
+
+        class _Method:
+            @staticmethod
+            def remote(*args, **kwargs):
+                calls.append(name)
+                return _Done(method(*args, **kwargs))
+
+        return _Method
+
+
+class _Server:
+    def __init__(self, name):
+        self.name, self.requests = name, []
+
+    def generate(self, request_id, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.requests.append(list(prompt_ids))
+        return TokenOutput(token_ids=[7], log_probs=[-0.5], extra_fields={"global_steps": 3})
+
+
+def _one_server_client(servers):
+    """verl's load balancer over fake servers, behind an OneServerClient made from verl's own client."""
+    from verl.workers.rollout.llm_server import LLMServerClient
+    from verl.workers.rollout.router import GlobalRequestLoadBalancer
+
+    from rlvr_recipes.cpu_backend.agent_loop import OneServerClient, one_server_client
+
+    handles = {name: _Actor(_Server(name)) for name in servers}
+    balancer = _Actor(GlobalRequestLoadBalancer(servers=handles))
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"name": "hf"}}})
+    plain = LLMServerClient(config, load_balancer_handle=balancer)
+    plain.tokenizer = "kept"
+    client = one_server_client(plain)
+    assert isinstance(client, OneServerClient) and client.tokenizer == "kept" and client.config is config
+    return client, balancer, handles
+
+
+def _requests(client, n, first=0):
+    async def run():
+        return await asyncio.gather(*(client.generate(f"r{i}", prompt_ids=[i], sampling_params={})
+                                      for i in range(first, first + n)))
+
+    return asyncio.run(run())
+
+
+def test_one_server_is_asked_for_once_a_batch_not_once_a_request():
+    """verl's client makes an acquire and a release call to the balancer for every request; with one server the
+    client asks once after each refresh (its servers, one acquisition, released), and sends every request there."""
+    client, balancer, handles = _one_server_client(["s0"])
+    outputs = _requests(client, 16)
+    assert [o.token_ids for o in outputs] == [[7]] * 16 and outputs[0].extra_fields["min_global_steps"] == 3
+    assert sorted(handles["s0"]._obj.requests) == [[i] for i in range(16)]
+    lookup = ["get_all_servers", "require_acquire_fields", "require_release_fields", "acquire_server",
+              "release_server"]
+    assert balancer.calls == lookup
+    assert balancer._obj._inflight_requests == {"s0": 0} and not client._direct
+    _requests(client, 16, first=16)  # no refresh: no call
+    assert balancer.calls == lookup
+    client.refresh()  # the next batch of prompts asks again
+    _requests(client, 16, first=32)
+    assert balancer.calls == lookup + ["get_all_servers", "acquire_server", "release_server"]
+
+
+def test_with_two_servers_every_request_goes_through_the_balancer():
+    client, balancer, handles = _one_server_client(["s0", "s1"])
+    _requests(client, 10)
+    assert balancer.calls.count("get_all_servers") == 1
+    assert balancer.calls.count("acquire_server") == 10 and balancer.calls.count("release_server") == 10
+    assert sum(len(h._obj.requests) for h in handles.values()) == 10
+    assert balancer._obj._inflight_requests == {"s0": 0, "s1": 0}
+
+
+def test_a_failed_lookup_takes_verls_path_and_is_asked_again():
+    client, balancer, handles = _one_server_client(["s0"])
+    real = balancer._obj.get_all_servers
+    balancer._obj.get_all_servers = lambda: (_ for _ in ()).throw(RuntimeError("balancer busy"))
+    _requests(client, 3)
+    assert balancer.calls.count("acquire_server") == 3 and len(handles["s0"]._obj.requests) == 3
+    balancer._obj.get_all_servers = real
+    _requests(client, 3, first=3)
+    assert balancer.calls.count("acquire_server") == 4  # the lookup's acquisition; the 3 requests went direct
+
+
+def test_each_batch_of_prompts_asks_the_balancer_afresh(monkeypatch):
+    """The worker refreshes its client before verl's generate_sequences spawns the batch's samples."""
+    from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+
+    from rlvr_recipes.cpu_backend.agent_loop import ReusedLoopWorker
+
+    client, balancer, _ = _one_server_client(["s0"])
+    _requests(client, 2)
+    seen = []
+
+    async def verls(self, batch):
+        seen.append((batch, self.llm_client._lookup))
+
+    monkeypatch.setattr(AgentLoopWorkerTQ.__ray_actor_class__, "generate_sequences", verls)
+    worker = ReusedLoopWorker.__new__(ReusedLoopWorker)
+    worker.llm_client = client
+    assert client._lookup is not None
+    asyncio.run(worker.generate_sequences("batch"))
+    assert seen == [("batch", None)]
+
+
+def test_only_verls_plain_client_is_replaced():
+    from verl.workers.rollout.llm_server import FullyAsyncLLMServerClient, LLMServerClient
+
+    from rlvr_recipes.cpu_backend.agent_loop import one_server_client
+
+    fully_async = FullyAsyncLLMServerClient.__new__(FullyAsyncLLMServerClient)
+    assert one_server_client(fully_async) is fully_async
+
+    class Users(LLMServerClient):
+        pass
+
+    users = Users.__new__(Users)
+    assert one_server_client(users) is users
 
 
 def _metrics():

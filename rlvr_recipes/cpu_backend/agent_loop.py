@@ -14,12 +14,18 @@ which queue in TransferQueue's client (a step's last put ended 0.24-0.66 s after
 worker here puts a prompt's group in one call once all its samples have finished, before the group's terminal status,
 which verl's replay buffer waits for anyway: the same keys, fields and tags, in session order. Generation is 0.36 s
 shorter a step on the countdown task, with the same answers (docs/lab.md, "One put a group").
+
+verl's client of the rollout servers asks its load-balancer actor for a server before every request and tells it
+when the request is done: two Ray calls a sample. The worker here holds its client as a :class:`OneServerClient`,
+which, when the balancer holds a single server, asks for it once per batch of prompts and sends the batch's requests
+straight to it (docs/lab.md, "One server, asked once a batch").
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +42,7 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ, apply_greedy_sampling_params
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+from verl.workers.rollout.llm_server import LLMServerClient
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +58,73 @@ def is_reused(agent_name: str) -> bool:
     return entry is not None and entry.get("_target_") == REUSED_LOOP_CLASS and set(entry) <= {"_target_", "name"}
 
 
+class OneServerClient(LLMServerClient):
+    """verl's ``LLMServerClient`` that asks the load balancer for a server once per batch of prompts when it holds one.
+
+    verl's client makes two calls to the load-balancer actor for every request: ``acquire_server``, awaited before the
+    request goes out, and ``release_server`` after it (256 Ray calls a step of 16 prompts x 8). With one server in the
+    balancer, every acquisition returns that server. This client asks at the first request after :meth:`refresh`
+    (the worker calls it at each batch of prompts): the balancer's servers and, if there is exactly one, its handle
+    (one acquisition, released at once). Until the next refresh, requests go to that server with no call to the
+    balancer; with more servers, or none, every request takes verl's path. What the balancer's counts would have
+    told it, which server is least busy and which served a request before, has one answer with one server.
+    """
+
+    def __init__(self, config: Any, load_balancer_handle: Any = None, **kwargs: Any) -> None:
+        super().__init__(config, load_balancer_handle, **kwargs)
+        self._lookup: asyncio.Future | None = None
+        self._direct: Counter[str | None] = Counter()  # requests sent to the one server without the balancer
+
+    @classmethod
+    def from_client(cls, client: LLMServerClient) -> "OneServerClient":
+        """The same client (its config, balancer and every attribute set on it) as a ``OneServerClient``."""
+        one = cls.__new__(cls)
+        one.__dict__.update(vars(client))
+        one._lookup, one._direct = None, Counter()
+        return one
+
+    def refresh(self) -> None:
+        """Ask the balancer again at the next request (its servers may have changed since the last batch)."""
+        self._lookup = None
+
+    async def _one_server(self, request_id: str, **extra: Any) -> tuple[str, Any] | None:
+        """``(server_id, handle)`` when the balancer holds exactly one server, else None."""
+        servers = await self._load_balancer.get_all_servers.remote()
+        if len(servers) != 1:
+            return None
+        server_id, handle = await super()._acquire_server(request_id, **extra)
+        super()._release_server(server_id, request_id=request_id)
+        return server_id, handle
+
+    async def _acquire_server(self, request_id: str, **extra: Any) -> tuple[str, Any]:
+        if self._lookup is None:
+            self._lookup = asyncio.ensure_future(self._one_server(request_id, **extra))
+        try:
+            one = await asyncio.shield(self._lookup)
+        except Exception:
+            self._lookup = None  # a failed lookup is asked again; this request takes verl's path
+            one = None
+        if one is None:
+            return await super()._acquire_server(request_id, **extra)
+        self._direct[request_id] += 1
+        return one
+
+    def _release_server(self, server_id: str, request_id: str | None = None) -> None:
+        if self._direct[request_id] > 0:  # acquired without the balancer: nothing to release there
+            self._direct[request_id] -= 1
+            if not self._direct[request_id]:
+                del self._direct[request_id]
+            return
+        super()._release_server(server_id, request_id=request_id)
+
+
+def one_server_client(client: Any) -> Any:
+    """``client`` as a :class:`OneServerClient` when it is verl's plain ``LLMServerClient``; any other client (the
+    fully-async trainers' ``FullyAsyncLLMServerClient``, which retries while weights are synchronised, or a user's
+    subclass) is kept as it is."""
+    return OneServerClient.from_client(client) if type(client) is LLMServerClient else client
+
+
 @dataclass
 class SampleEntry:
     """One finished sample's TransferQueue entry, as verl's ``AgentLoopWorkerTQ._agent_loop_postprocess`` puts it."""
@@ -61,14 +135,22 @@ class SampleEntry:
 
 
 class ReusedLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):  # type: ignore[name-defined,misc]
-    """verl's ``AgentLoopWorkerTQ``, whose single-turn agent loop is built on the first sample and reused after, and
-    whose single-turn samples of one prompt are put into TransferQueue in one call."""
+    """verl's ``AgentLoopWorkerTQ``, whose single-turn agent loop is built on the first sample and reused after, whose
+    single-turn samples of one prompt are put into TransferQueue in one call, and whose client of the rollout servers
+    is a :class:`OneServerClient` (verl's plain client replaced; any other kept)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # An __init__ of its own: with the inherited one, Ray's actor failed in verl's ``super().__init__`` ("obj
         # must be an instance or subtype of type"; the e2e runs of tests/test_e2e_cpu.py start it)
         super().__init__(*args, **kwargs)
         self._reused_loop: Any = None
+        self.llm_client = one_server_client(self.llm_client)
+
+    async def generate_sequences(self, batch: Any) -> None:
+        """verl's ``AgentLoopWorkerTQ.generate_sequences``, the client asked afresh for the balancer's servers."""
+        if isinstance(self.llm_client, OneServerClient):
+            self.llm_client.refresh()
+        await super().generate_sequences(batch)
 
     def _build_agent_loop(self, agent_name: str) -> Any:
         """The agent loop verl's ``_run_agent_loop`` builds, with the same arguments."""
