@@ -96,9 +96,9 @@ compare: $(STAMP)
 # the package's six methods, the off-policy ablation of GRPO-N (GRPO and GRPO-N with 4 mini-batches a batch) and the
 # papers' baselines (Clip-Cov for CW-GRPO, GSPO for GSPO-N, W-REINFORCE for 001 Table 2's exploration row; DAPO and
 # Dr.GRPO, which 001 Table 2 also runs), and 001 Table 2's A-GRAE rows beside their bases: A-GRAE on DAPO as 001 ran
-# it (dapo_001: no dynamic sampling, binary reward) and on Dr.GRPO (docs/lab.md); each run of 50 steps takes about
-# 6.5 min on 2 cores, DAPO's with dynamic sampling about 11. LAB_JOBS runs are trained at once, each in a Ray cluster
-# of its own (about 4.3 GB each): 2 lanes took 0.85x the wall time of one on 2 cores, 3 no less than one
+# it (dapo_001: no dynamic sampling, binary reward) and on Dr.GRPO (docs/lab.md); a run of 50 steps with its scoring
+# took 227-292 s in two lanes on 2 cores, DAPO's with dynamic sampling 329-412 s (docs/lab.md "The 2-hour comparison,
+# run"). LAB_JOBS runs are trained at once, each in a Ray cluster of its own (about 4.3 GB each): 2 lanes took 0.85x the wall time of one on 2 cores, 3 no less than one
 # (benchmarks/lanes.json, docs/lab.md "Lanes"); more may pay on more cores (not measured)
 LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce,dapo_001,agrae_dapo_001,agrae_drgrpo
 LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
