@@ -10,7 +10,8 @@
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair, the papers' baselines (Clip-Cov,
 #                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) and 001 Table 2's A-GRAE on DAPO / Dr.GRPO x 5 seeds on
-#                    the CPU lab's countdown task (runs/lab, ~9.5 h on 2 cores one run at a time); writes the report
+#                    the CPU lab's countdown task (runs/lab; ~9.5 h on 2 cores one run at a time when it was made,
+#                    about 3.6 h in two lanes at the 2-hour comparison's pace, not measured); writes the report
 #                    into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run reproduces the committed
 #                    one; finished runs are kept, an interrupted one resumes. LAB_ARGS="--seeds 3 ..." runs 3 seeds
 #                    (~6 h one at a time), LAB_METHODS=grpo,cw_grpo some of the methods, LAB_JOBS=1 one run at a time
@@ -98,8 +99,9 @@ compare: $(STAMP)
 # Dr.GRPO, which 001 Table 2 also runs), and 001 Table 2's A-GRAE rows beside their bases: A-GRAE on DAPO as 001 ran
 # it (dapo_001: no dynamic sampling, binary reward) and on Dr.GRPO (docs/lab.md); a run of 50 steps with its scoring
 # took 227-292 s in two lanes on 2 cores, DAPO's with dynamic sampling 329-412 s (docs/lab.md "The 2-hour comparison,
-# run"). LAB_JOBS runs are trained at once, each in a Ray cluster of its own (about 4.3 GB each): 2 lanes took 0.85x the wall time of one on 2 cores, 3 no less than one
-# (benchmarks/lanes.json, docs/lab.md "Lanes"); more may pay on more cores (not measured)
+# run"). LAB_JOBS runs are trained at once, each in a Ray cluster of its own (about 4.3 GB each): 2 lanes took 0.85x
+# the wall time of one on 2 cores, 3 no less than one (benchmarks/lanes.json, docs/lab.md "Lanes"); more may pay on
+# more cores (not measured)
 LAB_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce,dapo_001,agrae_dapo_001,agrae_drgrpo
 LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 LAB_JOBS ?= 2
