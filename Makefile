@@ -26,6 +26,10 @@ STAMP := $(VENV)/.installed
 INSTALLER ?= uv
 # uv reads the platform's certificate store (as pip does through its config), for registries behind a custom CA
 export UV_SYSTEM_CERTS := 1
+# uv writes no bytecode unless asked (pip does): without it every process of a run (driver, TaskRunner, workers)
+# compiles verl, transformers and ray from source again wherever PYTHONDONTWRITEBYTECODE is set or the venv is
+# read-only; the e2e runs took about twice as long (docs/cpu.md, "Bytecode")
+export UV_COMPILE_BYTECODE := 1
 TORCH := torch==2.13.0
 LOCK := requirements/cpu.lock
 VLLM_VENV := .venv-vllm
@@ -48,6 +52,7 @@ else
 	$(PY) -m uv pip install -q --python $(PY) -r $(LOCK)
 	$(PY) -m uv pip install -q --python $(PY) --no-deps -e .
 endif
+	$(PY) -m compileall -q rlvr_recipes
 	touch $(STAMP)
 
 $(VLLM_VENV)/.installed: setup.py $(VLLM_LOCK) $(STAMP)

@@ -14,11 +14,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, RunPlan, RunSpec, _change_table, _diff_verdict,
-                                         _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
-                                         acr_by_group_size, check_kept_run, claims, keep_training_record,
-                                         main, paired_change, passk_change, passk_curve, publish_report,
-                                         run_in_lanes, run_specs, series, welch_test)
+from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec, _change_table,
+                                         _diff_verdict, _interrupted_by_signal, _lanes_sentence, _seed_range,
+                                         _stop_lanes, acr_by_group_size, check_kept_run, claims, keep_training_record,
+                                         main, paired_change, passk_change, passk_curve, publish_report, run_in_lanes,
+                                         run_specs, series, training_record, welch_test, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
 
@@ -227,6 +227,9 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_coun
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["table"]) == {"grpo", "aapo"}
     assert (summary["setup"]["jobs"], summary["setup"]["trained_runs"]) == (2, 2)
+    record = json.loads((out / TRAINING_FILE).read_text())  # what a later --report-only names
+    assert {k: record[k] for k in ("jobs", "trained_runs", "interrupted")} == {"jobs": 2, "trained_runs": 2,
+                                                                              "interrupted": False}
     for method in ("grpo", "aapo"):
         run_dir = out / "runs" / method / "seed0"
         done = json.loads((run_dir / "done.json").read_text())
@@ -346,6 +349,9 @@ def test_an_interrupt_stops_a_comparison_at_once(tmp_path, small_countdown, how,
     assert "0 of 2 runs" in printed
     assert 'compare.py", line' not in printed, printed[-3000:]  # no traceback of the command itself
     assert not (out / "runs" / "grpo" / "seed0" / "done.json").exists()
+    record = json.loads((out / TRAINING_FILE).read_text())  # written though no summary is: --report-only names it
+    assert (record["jobs"], record["trained_runs"], record["interrupted"]) == (int(jobs), 0, True), record
+    assert record["command"].split()[-2:] == ["--jobs", jobs]
     time.sleep(3)
     with pytest.raises(ProcessLookupError):  # nothing of the group is left: no lane, no raylet, no Ray worker
         os.killpg(proc.pid, 0)
@@ -683,16 +689,68 @@ def test_a_report_only_report_keeps_the_training_record_of_the_summary_before(tm
     report = {"command": "python -m rlvr_recipes.launch.compare --methods gspo,gspo_n --report-only", "jobs": 1,
               "trained_runs": 0, "trained_wall_s": 0.0, "steps": 50, "runs_s": 4380.5}
     path = tmp_path / "summary.json"
-    assert keep_training_record(report, str(path)) == report  # no summary before: nothing to keep
+    assert keep_training_record(report, str(tmp_path)) == report  # no summary before: nothing to keep
     path.write_text(json.dumps({"setup": trained}))
-    kept = keep_training_record(report, str(path))
+    kept = keep_training_record(report, str(tmp_path))
     assert kept == {**report, "command": trained["command"], "jobs": 2, "trained_runs": 10, "trained_wall_s": 2436.2,
                     "report_command": report["command"]}
     # a second --report-only keeps the same record (the summary before now holds it)
     path.write_text(json.dumps({"setup": kept}))
-    assert keep_training_record(report, str(path)) == kept
+    assert keep_training_record(report, str(tmp_path)) == kept
     # a summary written by --report-only before this change recorded no training: nothing to keep
     path.write_text(json.dumps({"setup": report}))
-    assert keep_training_record(report, str(path)) == report
+    assert keep_training_record(report, str(tmp_path)) == report
     path.write_text("{not json")
-    assert keep_training_record(report, str(path)) == report
+    assert keep_training_record(report, str(tmp_path)) == report
+
+
+def test_an_interrupted_comparisons_training_record_is_what_report_only_names(tmp_path, monkeypatch):
+    """An interrupted comparison writes no summary, only its training record (training.json): the report-only report
+    names that command, says it was interrupted and gives no cost per step for its wall time."""
+    specs = [RunSpec("grpo", s, 50, str(tmp_path / "runs" / "grpo" / f"seed{s}")) for s in (50, 51, 52)]
+    for spec in specs[:2]:  # two of the three runs finished before the interrupt
+        os.makedirs(spec.out)
+        (tmp_path / "runs" / "grpo" / f"seed{spec.seed}" / "done.json").write_text("{}")
+    todo = [(f"run {i}", spec) for i, spec in enumerate(specs, 1)]
+    monkeypatch.setattr(sys, "argv", ["compare.py", "--methods", "grpo", "--seeds", "3", "--jobs", "2"])
+    record = training_record(2, todo, 3725.04, interrupted=True)
+    assert record == {"command": "python -m rlvr_recipes.launch.compare --methods grpo --seeds 3 --jobs 2", "jobs": 2,
+                      "trained_runs": 2, "trained_wall_s": 3725.0, "interrupted": True}
+    assert training_record(2, todo, 10.0)["trained_runs"] == 3  # a command that finished trained all of its runs
+    write_training_record(str(tmp_path), record)
+    assert json.loads((tmp_path / TRAINING_FILE).read_text()) == record
+    report = {"command": "python -m rlvr_recipes.launch.compare --methods grpo --seeds 3 --report-only", "jobs": 1,
+              "trained_runs": 0, "trained_wall_s": 0.0, "interrupted": False, "steps": 50}
+    # the record wins over a summary's setup (here one written by a report-only command before the record existed)
+    (tmp_path / "summary.json").write_text(json.dumps({"setup": report}))
+    kept = keep_training_record(report, str(tmp_path))
+    assert kept == {**report, **record, "report_command": report["command"]}
+    assert _lanes_sentence(kept) == (" This command trained 2 runs 2 at a time (one Ray cluster per lane) before it "
+                                     "was interrupted.")
+    # a record written by a report-only command (never written so, but read with care) is not a training record
+    (tmp_path / TRAINING_FILE).write_text(json.dumps(report))
+    assert keep_training_record(report, str(tmp_path)) == report
+
+
+def test_a_run_left_without_done_json_is_trained_again_from_an_empty_folder(monkeypatch, tmp_path):
+    """A comparison interrupted while a run was scored leaves the run's folder with its final checkpoint and metrics
+    but no ``done.json``; the resume trains that run from an empty folder (verl would resume from the checkpoint, and
+    the metrics of that tail would replace the run's)."""
+    from rlvr_recipes.launch import cpu_run
+    from rlvr_recipes.launch.compare import train_and_score
+
+    spec = RunSpec("grpo", 55, 50, str(tmp_path / "runs" / "grpo" / "seed55"))
+    os.makedirs(os.path.join(spec.out, "checkpoints", "global_step_50"))
+    (tmp_path / "runs" / "grpo" / "seed55" / "metrics.jsonl").write_text('{"step": 1, "data": {}}\n')
+    seen = []
+
+    def cluster_run(method, run_dir, *args, **kwargs):
+        seen.append((method, run_dir, os.path.exists(run_dir)))
+        raise OSError("stop here")
+
+    monkeypatch.setattr(cpu_run, "cluster_run", cluster_run)
+    plan = RunPlan(paths={}, steps=50, extra=(), estimators=(), settings={}, metrics_root=str(tmp_path / "metrics"),
+                   reward_path="", reward_name="", passk_samples=4, max_new=32)
+    with pytest.raises(RuntimeError, match="grpo seed 55 failed: OSError: stop here"):
+        train_and_score(spec, plan)
+    assert seen == [("grpo", spec.out, False)]

@@ -42,6 +42,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import statistics
 import sys
@@ -303,7 +304,9 @@ class RunPlan:
 def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
     """Train run ``spec`` (:func:`rlvr_recipes.launch.cpu_run.cluster_run`, in this process's Ray cluster), move its
     metrics into its folder, score pass@k of its final weights and ACR by group size, and write its ``done.json``,
-    the mark of a finished run. Returns what ``done.json`` holds.
+    the mark of a finished run. A folder the run left without ``done.json`` (a comparison interrupted while it trained
+    or scored) is removed first: verl would resume from the checkpoint saved at the run's last step, and the metrics of
+    that resumed tail would replace the run's. Returns what ``done.json`` holds.
 
     Raises:
         RuntimeError: naming the method and seed of a run that failed.
@@ -314,6 +317,7 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
     experiment = f"{spec.method}-seed{spec.seed}"
     overrides = [*plan.extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
                  "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]"]
+    shutil.rmtree(spec.out, ignore_errors=True)
     t0 = time.monotonic()
     try:
         config = cluster_run(spec.method, spec.out, plan.paths, plan.steps, overrides, plan.estimators, experiment)
@@ -561,6 +565,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                 say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
     except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C; SIGTERM, which ray.init's handler turns into SystemExit
         kept = sum(os.path.exists(os.path.join(spec.out, "done.json")) for spec in specs)
+        if todo:  # what --report-only names as the command that trained the finished runs
+            write_training_record(out, training_record(jobs, todo, time.monotonic() - t_train, interrupted=True))
         say(f"[compare] interrupted after {time.monotonic() - t_all:.0f} s: {kept} of {len(specs)} runs finished "
             f"and are kept in {out}; the same command resumes with the others")
         if not in_lanes:
@@ -583,36 +589,65 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "cost_per_step_s": round(statistics.median(run_s) / steps, 2) if run_s else None,
                         "median_step_s": round(statistics.median(step_s), 2) if step_s else None,
                         "overrides": list(extra), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-                        "command": "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:]),
+                        "command": this_command(),
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
                         "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else [],
                         # this command's training: how many runs, in how many lanes, in how much wall time
-                        "jobs": jobs, "trained_runs": len(todo),
-                        "trained_wall_s": 0.0 if report_only else round(time.monotonic() - t_train, 1)}
+                        **training_record(jobs, todo, 0.0 if report_only else time.monotonic() - t_train)}
+    if todo:
+        write_training_record(out, {k: summary["setup"][k] for k in TRAINING_RECORD})
     if report_only:
-        summary["setup"] = keep_training_record(summary["setup"], os.path.join(out, "summary.json"))
+        summary["setup"] = keep_training_record(summary["setup"], out)
     write_report(out, runs, start_passk, summary)
     say(f"[compare] report {os.path.join(out, 'report.md')} [{time.monotonic() - t_all:.0f} s]")
     return summary
 
 
 #: The keys of a summary's ``setup`` that record how its runs were trained; ``--report-only`` trains nothing.
-TRAINING_RECORD = ("command", "jobs", "trained_runs", "trained_wall_s")
+TRAINING_RECORD = ("command", "jobs", "trained_runs", "trained_wall_s", "interrupted")
+#: The training record of the last command that trained runs under ``out``, written when it ends, whether it finished
+#: or was interrupted (then it writes no summary): what ``--report-only`` names as the command behind its runs.
+TRAINING_FILE = "training.json"
 
 
-def keep_training_record(setup: dict[str, Any], summary_path: str) -> dict[str, Any]:
+def this_command() -> str:
+    """The command line of this comparison, as a user would type it again."""
+    return "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:])
+
+
+def training_record(jobs: int, todo: Sequence[tuple[str, RunSpec]], wall_s: float,
+                    interrupted: bool = False) -> dict[str, Any]:
+    """This command's training (:data:`TRAINING_RECORD`): the runs of ``todo`` that finished (all of them, unless
+    ``interrupted``), trained ``jobs`` at a time in ``wall_s`` seconds of wall time."""
+    finished = sum(os.path.exists(os.path.join(spec.out, "done.json")) for _, spec in todo) if interrupted else len(todo)
+    return {"command": this_command(), "jobs": jobs, "trained_runs": finished, "trained_wall_s": round(wall_s, 1),
+            "interrupted": interrupted}
+
+
+def write_training_record(out: str, record: dict[str, Any]) -> None:
+    """``record`` as ``out``/:data:`TRAINING_FILE`, replacing the record of an earlier command that trained runs."""
+    with open(os.path.join(out, TRAINING_FILE), "w") as f:
+        json.dump(record, f, indent=1)
+
+
+def keep_training_record(setup: dict[str, Any], out: str) -> dict[str, Any]:
     """``setup`` of a ``--report-only`` report, with the training record (:data:`TRAINING_RECORD`: the command that
-    trained the runs, its lanes, runs and wall time) taken from the summary the comparison wrote before, so that the
-    report goes on naming the command that reproduces its runs; the report-only command is kept as
-    ``report_command``. Without an earlier summary (or one without the record) ``setup`` is returned as it is."""
-    try:
-        with open(summary_path) as f:
-            before = json.load(f).get("setup", {})
-    except (OSError, ValueError, AttributeError):
-        return setup
-    if not isinstance(before, dict) or "command" not in before or "--report-only" in before["command"].split():
-        return setup
-    return {**setup, **{k: before[k] for k in TRAINING_RECORD if k in before}, "report_command": setup["command"]}
+    trained the runs, its lanes, runs and wall time, and whether it was interrupted) of the last command that trained
+    runs under ``out``, so that the report goes on naming the command that reproduces its runs; the report-only
+    command is kept as ``report_command``. The record is read from :data:`TRAINING_FILE`, which the training command
+    writes when it finishes or is interrupted, else (a comparison made before that file) from the ``setup`` of the
+    summary written before. Without either holding a record, ``setup`` is returned as it is."""
+    for path, key in ((os.path.join(out, TRAINING_FILE), None), (os.path.join(out, "summary.json"), "setup")):
+        try:
+            with open(path) as f:
+                before = json.load(f)
+            before = before.get(key) if key else before
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(before, dict) and "command" in before and "--report-only" not in before["command"].split():
+            return {**setup, **{k: before[k] for k in TRAINING_RECORD if k in before},
+                    "report_command": setup["command"]}
+    return setup
 
 
 # ---------------------------------------------------------------------------------------------------- figures
@@ -957,6 +992,8 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
         *([f"**Partial report**: {len(missing)} run(s) not finished yet: {', '.join(missing)}. Figures and "
            "verdicts below are over the finished runs only.", ""] if missing else []),
         f"`{setup['command']}`  ",
+        *([f"(interrupted after {setup['trained_wall_s'] / 60:.1f} min of wall time, with {setup['trained_runs']} "
+           "run(s) finished)  "] if setup.get("interrupted") else []),
         *([f"(this report rewritten from its finished runs by `{setup['report_command']}`)  "]
           if setup.get("report_command") else []),
         f"{setup['seeds']} seed(s){_seed_range(setup)} x {setup['steps']} steps per method; {setup['machine']}; "
@@ -1002,6 +1039,9 @@ def _lanes_sentence(setup: dict[str, Any]) -> str:
     """The report's word on lanes, when this command trained runs in more than one (nothing otherwise)."""
     if setup.get("jobs", 1) <= 1 or setup.get("trained_runs", 0) <= 1:
         return ""
+    if setup.get("interrupted"):  # its wall time holds the runs it stopped too: no cost per step trained
+        return (f" This command trained {setup['trained_runs']} runs {setup['jobs']} at a time (one Ray cluster per "
+                "lane) before it was interrupted.")
     per_step = setup["trained_wall_s"] / (setup["trained_runs"] * setup["steps"])
     return (f" This command trained {setup['trained_runs']} runs {setup['jobs']} at a time (one Ray cluster per lane) "
             f"in {setup['trained_wall_s'] / 60:.1f} min of wall time: {per_step:.2f} s per step trained, each run's "
