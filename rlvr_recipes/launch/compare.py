@@ -215,6 +215,15 @@ class RunSpec:
     def final_model(self) -> str:
         return os.path.join(self.out, "checkpoints", f"global_step_{self.steps}", "actor", "huggingface")
 
+    @property
+    def done_path(self) -> str:
+        """The run's ``done.json``, written when it has finished: the mark of a run that a comparison keeps."""
+        return os.path.join(self.out, "done.json")
+
+    @property
+    def finished(self) -> bool:
+        return os.path.exists(self.done_path)
+
 
 def run_specs(methods: Sequence[str], seeds: Sequence[int], steps: int, out: str) -> list[RunSpec]:
     """The comparison's runs, seed by seed with every method in each, so that a comparison stopped early has every
@@ -259,7 +268,7 @@ def collect(spec: RunSpec) -> dict[str, Any]:
 def load_run(spec: RunSpec) -> dict[str, Any]:
     """One finished run as the report reads it: its curves and step time (:func:`collect`) and what its ``done.json``
     recorded (seconds, pass@k at the end, ACR by group size, whether its draws were keyed)."""
-    with open(os.path.join(spec.out, "done.json")) as f:
+    with open(spec.done_path) as f:
         done = json.load(f)
     return {**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
             "keyed_draws": bool(done.get("keyed_draws")),
@@ -334,7 +343,7 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
                                    seed=spec.seed)
     outcome["passk_end"] = passk_curve(counts, plan.passk_samples)
     outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
-    with open(os.path.join(spec.out, "done.json"), "w") as f:
+    with open(spec.done_path, "w") as f:
         json.dump(outcome, f, indent=1)
     return outcome
 
@@ -523,7 +532,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     # what a kept run must have been run with: a resume with other settings would mix them in one report
     run_settings = {"task": task, "steps": steps, "passk_samples": passk_samples, "overrides": list(extra)}
     for spec in specs:
-        check_kept_run(os.path.join(spec.out, "done.json"), {**run_settings, "method": spec.method, "seed": spec.seed})
+        check_kept_run(spec.done_path, {**run_settings, "method": spec.method, "seed": spec.seed})
     t_all = time.monotonic()
 
     start_passk: dict[int, dict[int, float]] = {}
@@ -541,7 +550,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     plan = RunPlan(paths=paths, steps=steps, extra=tuple(extra), estimators=tuple(estimators), settings=run_settings,
                    metrics_root=metrics_root, reward_path=settings["reward_path"],
                    reward_name=settings["reward_name"], passk_samples=passk_samples, max_new=max_new)
-    missing = [spec for spec in specs if not os.path.exists(os.path.join(spec.out, "done.json"))]
+    missing = [spec for spec in specs if not spec.finished]
     if report_only:
         if len(missing) == len(specs):
             raise ValueError(f"{out}: no finished run to report on; run the comparison without --report-only")
@@ -564,7 +573,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                 say(f"{label}: training {steps} steps [{time.monotonic() - t_all:.0f} s]")
                 say(_done_line(label, train_and_score(spec, plan), passk_samples, t_all))
     except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C; SIGTERM, which ray.init's handler turns into SystemExit
-        kept = sum(os.path.exists(os.path.join(spec.out, "done.json")) for spec in specs)
+        kept = sum(spec.finished for spec in specs)
         if todo:  # what --report-only names as the command that trained the finished runs
             write_training_record(out, training_record(jobs, todo, time.monotonic() - t_train, interrupted=True))
         say(f"[compare] interrupted after {time.monotonic() - t_all:.0f} s: {kept} of {len(specs)} runs finished "
@@ -581,6 +590,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     for spec in specs:
         runs[spec.method].append(load_run(spec))
     summary = summarise(runs, start_passk)
+    record = training_record(jobs, todo, 0.0 if report_only else time.monotonic() - t_train)
     run_s = [r["seconds"] for rs in runs.values() for r in rs]
     step_s = [r["s_per_step"] for rs in runs.values() for r in rs if math.isfinite(r["s_per_step"])]
     summary["setup"] = {"task": task, "methods": list(methods), "seeds": seeds, "first_seed": first_seed,
@@ -593,9 +603,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
                         "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else [],
                         # this command's training: how many runs, in how many lanes, in how much wall time
-                        **training_record(jobs, todo, 0.0 if report_only else time.monotonic() - t_train)}
+                        **record}
     if todo:
-        write_training_record(out, {k: summary["setup"][k] for k in TRAINING_RECORD})
+        write_training_record(out, record)
     if report_only:
         summary["setup"] = keep_training_record(summary["setup"], out)
     write_report(out, runs, start_passk, summary)
@@ -619,7 +629,7 @@ def training_record(jobs: int, todo: Sequence[tuple[str, RunSpec]], wall_s: floa
                     interrupted: bool = False) -> dict[str, Any]:
     """This command's training (:data:`TRAINING_RECORD`): the runs of ``todo`` that finished (all of them, unless
     ``interrupted``), trained ``jobs`` at a time in ``wall_s`` seconds of wall time."""
-    finished = sum(os.path.exists(os.path.join(spec.out, "done.json")) for _, spec in todo) if interrupted else len(todo)
+    finished = sum(spec.finished for _, spec in todo) if interrupted else len(todo)
     return {"command": this_command(), "jobs": jobs, "trained_runs": finished, "trained_wall_s": round(wall_s, 1),
             "interrupted": interrupted}
 
