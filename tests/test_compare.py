@@ -107,10 +107,18 @@ def test_claims_pair_runs_by_seed_only_when_every_run_drew_keyed():
             r["keyed_draws"] = True
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]
     assert out["verdict"] == "held" and "paired t-test by seed" in out["evidence"]
+    # the summary keeps the figures the test was taken on: each method's per seed, and their difference by seed
+    # (effective ACR 0.48 + 0.1 s - 0.001 [s = 1] against 0.50 + 0.1 s, s the run's index; seeds 4, 2, 3)
+    assert out["values"]["grpo"] == pytest.approx({"4": 0.50, "2": 0.60, "3": 0.70})
+    assert out["values"]["avspo"] == pytest.approx({"4": 0.48, "2": 0.579, "3": 0.68})
+    assert list(out["values"]["difference by seed"]) == ["2", "3", "4"]
+    assert out["values"]["difference by seed"] == pytest.approx({"2": -0.021, "3": -0.02, "4": -0.02})
     runs["avspo"] = runs["avspo"][::-1]  # the order of the lists does not matter
     assert {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["evidence"] == out["evidence"]
     del runs["avspo"][0]["keyed_draws"]  # one run from before the keyed draws: back to Welch
-    assert "Welch" in {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]["evidence"]
+    welch = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[claim]
+    assert "Welch" in welch["evidence"] and "difference by seed" not in welch["values"]  # no pairs: no differences
+    assert welch["values"]["grpo"] == pytest.approx({"4": 0.50, "2": 0.60, "3": 0.70})
 
 
 def test_claims_without_grpo_judge_each_pair_whose_runs_are_there():
@@ -150,6 +158,9 @@ def test_claims_read_the_runs():
     }
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     assert out["ACR falls as the group size G grows"]["verdict"] == "held"
+    assert out["ACR falls as the group size G grows"]["values"] == {
+        "G=2": {"grpo": {"0": 0.6, "1": 0.62}, "avspo": {"0": 0.6, "1": 0.6}},
+        "G=4": {"grpo": {"0": 0.4, "1": 0.41}, "avspo": {"0": 0.4, "1": 0.42}}}
     assert out["AVSPO lowers the effective ACR against GRPO at equal rollouts"]["verdict"] == "held"
     runs["avspo"][0]["curves"]["acr/effective_acr"] = dict(enumerate([0.9] * 4))
     runs["avspo"][1]["curves"]["acr/effective_acr"] = dict(enumerate([0.91] * 4))
@@ -434,6 +445,10 @@ def test_early_acr_claim_is_pearsons_test():
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     early = out["early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)"]
     assert early["verdict"] == "held" and "r = -1.00 over 6 runs" in early["evidence"]
+    # each run's pair of figures is kept (runs without a seed are named by their index)
+    assert early["values"]["early ACR"]["grpo"] == pytest.approx({str(i): 0.1 * i for i in range(6)})
+    assert early["values"]["final held-out accuracy"]["grpo"] == pytest.approx({str(i): 0.9 - 0.1 * i
+                                                                                 for i in range(6)})
     # the same runs with the accuracy rising with early ACR: the opposite sign
     runs = {"grpo": [run(0.1 * i, 0.3 + 0.1 * i) for i in range(6)]}
     early = {c["claim"]: c for c in claims(runs, {}, kmax=4)}[early["claim"]]

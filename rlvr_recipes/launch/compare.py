@@ -29,7 +29,9 @@ its own seed's sample of the initial model: the change of pass@1 and of pass@k a
 t-test's interval (:func:`paired_change`).
 
 Writes ``<out>/report.md`` (plots first, then the tables and the claims), ``curves.png``, ``passk.png``,
-``acr_vs_group_size.png``, ``summary.json`` and one folder per run under ``<out>/runs/<method>/seed<s>/``.
+``acr_vs_group_size.png``, ``summary.json`` and one folder per run under ``<out>/runs/<method>/seed<s>/``. Each
+claim in ``summary.json`` keeps the per-seed figures its verdict was taken on, and for a paired test the difference by
+seed (:func:`claims`), so a verdict can be checked, or a seed looked at, from the summary alone.
 ``--publish DOC`` then copies the report into a document between its two marker lines (``make lab`` writes
 docs/lab.md's comparison this way), so the committed report is what the command wrote.
 """
@@ -813,24 +815,35 @@ def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: 
     return "cannot be judged", detail + ": the interval holds 0"
 
 
-def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, str]]:
-    """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence"}``."""
-    out: list[dict[str, str]] = []
+def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, Any]]:
+    """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence", "values"}``.
 
-    def add(claim: str, source: str, verdict: tuple[str, str]) -> None:
-        out.append({"claim": claim, "source": source, "verdict": verdict[0], "evidence": verdict[1]})
+    ``values`` holds the figures the verdict was taken on, per method and seed (``{method: {seed: value}}``, seeds as
+    strings, a run's index where it has no seed), so that a reader of the summary can redo a test or look at a seed
+    without the runs: for a comparison of two methods also ``"difference by seed"`` (method minus base) when the test
+    is paired; for the early-ACR correlation each run's early ACR and final held-out accuracy; for ACR against G each
+    run's ACR at each G.
+    """
+    out: list[dict[str, Any]] = []
 
-    def per_seed(method: str, fn: Callable[[dict[str, Any]], float]) -> list[float]:
-        return [fn(r) for r in runs.get(method, [])]
+    def add(claim: str, source: str, verdict: tuple[str, str], values: dict[str, Any]) -> None:
+        out.append({"claim": claim, "source": source, "verdict": verdict[0], "evidence": verdict[1],
+                    "values": values})
+
+    def by_seed(method: str, fn: Callable[[dict[str, Any]], float]) -> dict[str, float]:
+        return {str(r.get("seed", i)): float(fn(r)) for i, r in enumerate(runs.get(method, []))}
 
     paired = paired_by_seed(runs)
 
-    def versus(method: str, base: str, fn: Callable[[dict[str, Any]], float], higher: bool) -> tuple[str, str]:
+    def versus(method: str, base: str, fn: Callable[[dict[str, Any]], float],
+               higher: bool) -> tuple[tuple[str, str], dict[str, Any]]:
+        mine, theirs = by_seed(method, fn), by_seed(base, fn)
+        values: dict[str, Any] = {method: mine, base: theirs}
         if not paired:
-            return _diff_verdict(per_seed(method, fn), per_seed(base, fn), higher)
-        mine, theirs = ({r["seed"]: fn(r) for r in runs[m]} for m in (method, base))
-        seeds = sorted(set(mine) & set(theirs))
-        return _diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
+            return _diff_verdict(list(mine.values()), list(theirs.values()), higher), values
+        seeds = sorted(set(mine) & set(theirs), key=int)
+        values["difference by seed"] = {s: mine[s] - theirs[s] for s in seeds}
+        return _diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True), values
 
     mean_of = lambda key: (lambda r: float(np.mean(list(r["curves"][key].values()))) if r["curves"][key] else float("nan"))  # noqa: E731
     tail_of = lambda key: (lambda r: _tail_mean(r["curves"][key]))  # noqa: E731
@@ -847,12 +860,18 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         falls = all(b < a for a, b in zip(means, means[1:]))
         add("ACR falls as the group size G grows", "000 Sec. 3.4.6, Fig. 5",
             ("held" if falls else "did not hold",
-             ", ".join(f"G={g}: {m:.3f}" for g, m in zip(sizes, means)) + " (each run's groups cut to G)"))
+             ", ".join(f"G={g}: {m:.3f}" for g, m in zip(sizes, means)) + " (each run's groups cut to G)"),
+            {f"G={g}": {m: by_seed(m, lambda r, g=g: r["acr_by_group_size"].get(g, float("nan"))) for m in runs}
+             for g in sizes})
 
     # 000 Sec. 3.4.2: early ACR predicts final accuracy (negative correlation across runs)
-    early = [_head_mean(r["curves"]["acr/acr"]) for rs in runs.values() for r in rs]
-    final = [(lambda v: v[max(v)] if v else float("nan"))(r["curves"]["val"]) for rs in runs.values() for r in rs]
+    early_of = lambda r: _head_mean(r["curves"]["acr/acr"])  # noqa: E731
+    final_of = lambda r: (lambda v: v[max(v)] if v else float("nan"))(r["curves"]["val"])  # noqa: E731
+    early = [early_of(r) for rs in runs.values() for r in rs]
+    final = [final_of(r) for rs in runs.values() for r in rs]
     pairs = [(e, f) for e, f in zip(early, final) if math.isfinite(e) and math.isfinite(f)]
+    early_values = {"early ACR": {m: by_seed(m, early_of) for m in runs},
+                    "final held-out accuracy": {m: by_seed(m, final_of) for m in runs}}
     if len(pairs) >= 4 and np.std([p[0] for p in pairs]) > 0 and np.std([p[1] for p in pairs]) > 0:
         from scipy import stats
 
@@ -861,15 +880,16 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         # two-sided test of r = 0 at 5 %; the claim is a negative correlation
         verdict = "cannot be judged" if p >= 0.05 else ("held" if r < 0 else "did not hold")
         add("early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)",
-            "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"))
+            "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"),
+            early_values)
     else:
         add("early ACR predicts final held-out accuracy", "000 Sec. 3.4.2, Fig. 1",
-            ("cannot be judged", "fewer than 4 runs or no spread"))
+            ("cannot be judged", "fewer than 4 runs or no spread"), early_values)
 
     # the claims below each need their method and its baseline among the runs (GSPO-N against GSPO needs no GRPO)
     if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
-            versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
+            *versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
     # each figure an exploration claim can name: (the claim's wording, the run's value); higher is the claim
     exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
         "entropy": ("keeps entropy above", tail_of("actor/entropy")),
@@ -880,22 +900,22 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         if method in runs and base in runs:
             for figure, (wording, per_run) in exploration_figures.items():
                 if figure in figures:
-                    add(f"{method} {wording} {base}", source, versus(method, base, per_run, higher=True))
+                    add(f"{method} {wording} {base}", source, *versus(method, base, per_run, higher=True))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         if "grpo" in runs:
             add("CW-GRPO keeps entropy more stable than GRPO (smaller std over steps)", "003 Sec. 3",
-                versus("cw_grpo", "grpo", std_of, higher=False))
+                *versus("cw_grpo", "grpo", std_of, higher=False))
         final_val = lambda r: _tail_mean(r["curves"]["val"])  # noqa: E731
         names = {"grpo": "GRPO", "clip_cov": "Clip-Cov"}
         for base, source in CW_GRPO_BASELINES:
             if base in runs:
                 add(f"CW-GRPO ends with higher held-out accuracy than {names[base]}", source,
-                    versus("cw_grpo", base, final_val, higher=True))
+                    *versus("cw_grpo", base, final_val, higher=True))
     if "aapo" in runs and "grpo" in runs:
         gap = lambda r: mean_of("acr/acr")(r) - mean_of("acr/effective_acr")(r)  # noqa: E731
         add("AAPO's margin gives non-zero advantages in collapsed groups (ACR minus effective ACR above GRPO's)",
-            "002 Fig. 1-2", versus("aapo", "grpo", gap, higher=True))
+            "002 Fig. 1-2", *versus("aapo", "grpo", gap, higher=True))
     return out
 
 
