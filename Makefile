@@ -17,7 +17,7 @@
 #                    (~6 h one at a time), LAB_METHODS=grpo,cw_grpo some of the methods, LAB_JOBS=1 one run at a time
 #                    (default 2 at once)
 #   make lab-confirm the six methods that test the addition task's nine claims (GRPO, GRPO-N, CW-GRPO, AVSPO, AAPO,
-#                    A-GRAE) x 8 seeds (50-57) on the countdown task, two lanes (runs/lab_confirm); writes
+#                    A-GRAE) x 8 seeds (50-57) on the countdown task, two lanes (runs/lab_confirm; ~4.2 h); writes
 #                    benchmarks/lab_confirm_nine_summary.json, the report behind docs/lab.md's "All nine claims on
 #                    seeds 50-57"; finished runs are kept, an interrupted one resumes
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
@@ -119,8 +119,8 @@ lab: $(STAMP)
 		--out runs/lab --publish docs/lab.md
 	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
 
-# the runs behind docs/lab.md's "All nine claims on seeds 50-57": 48 runs of 50 steps; a run took 400-560 s with its
-# scoring in two lanes there (docs/lab.md), about 3.5-4 h in all
+# the runs behind docs/lab.md's "All nine claims on seeds 50-57": 48 runs of 50 steps; a run trained in 324-632 s in
+# two lanes (mean 529 s, start-up in it), and about 316 s of wall time a run with its scoring: about 4.2 h on 2 cores
 LAB_CONFIRM_METHODS ?= grpo,grpo_n,cw_grpo,avspo,aapo,agrae
 LAB_CONFIRM_ARGS ?= --seeds 8 --first-seed 50 --steps 50 --passk-samples 64
 lab-confirm: $(STAMP)

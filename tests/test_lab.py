@@ -168,3 +168,94 @@ def test_fresh_prompt_scores_are_kept_only_from_a_command_with_the_same_settings
     # scores on fresh problems are not kept for a command that scores the held-out prompts
     with pytest.raises(ValueError, match="--held-out False, this command has True"):
         kept_scores(path, build_parser().parse_args(["--json", path, "--keep", "--fresh-seed", "2", "--held-out"]))
+
+
+
+def _check_kept_figures(name: str, summary: dict) -> int:
+    """Each claim of ``summary`` that keeps its figures (launch.compare's ``values``) against its own verdict and
+    evidence; returns how many claims were checked."""
+    import math
+
+    from scipy import stats
+
+    from rlvr_recipes.launch.compare import paired_change
+
+    checked = 0
+    for claim in summary["claims"]:
+        values = claim.get("values")
+        if values is None:
+            continue
+        checked += 1
+        where = (name, claim["claim"])
+        if "difference by seed" in values:
+            method, base = (k for k in values if k != "difference by seed")
+            diffs = values["difference by seed"]
+            for seed, d in diffs.items():
+                assert d == pytest.approx(values[method][seed] - values[base][seed]), (*where, seed)
+            c = paired_change(list(diffs.values()))
+            assert (f"difference {c['mean']:+.3f}, 95 % interval [{c['low']:+.3f}, {c['high']:+.3f}]"
+                    in claim["evidence"]), where
+            assert f"p = {c['p']:.3g}" in claim["evidence"], where
+            assert (claim["verdict"] == "cannot be judged") == (c["low"] <= 0 <= c["high"]), where
+        elif "early ACR" in values:
+            early, final = values["early ACR"], values["final held-out accuracy"]
+            pairs = [(early[m][s], final[m][s]) for m in early for s in early[m]]
+            pairs = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
+            r, p = stats.pearsonr([e for e, _ in pairs], [f for _, f in pairs])
+            assert f"r = {round(float(r), 2) + 0.0:.2f} over {len(pairs)} runs, p = {p:.3g}" in claim["evidence"], where
+        else:  # ACR against G: the mean over every run at each G
+            for g, by_method in values.items():
+                mean = np.mean([v for runs in by_method.values() for v in runs.values()])
+                assert f"{g}: {mean:.3f}" in claim["evidence"], (*where, g)
+    return checked
+
+
+def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
+    """A committed summary that keeps each claim's per-seed figures must agree with its own verdicts: the difference
+    by seed is the method's figure minus the base's, and the paired t-test over it gives the evidence's difference,
+    interval and p; the early-ACR correlation is Pearson's r over the runs' pairs; ACR against G is the mean over the
+    runs at each G. A summary edited by hand, or figures kept from other runs, fail."""
+    import copy
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    checked = {}
+    for path in sorted(glob.glob(os.path.join(root, "benchmarks", "lab_*_summary.json"))):
+        with open(path) as f:
+            checked[os.path.basename(path)] = _check_kept_figures(path, json.load(f))
+    # the nine-claims report keeps its figures for every claim it tests (10 lines, 9 of the addition task's claims)
+    assert checked["lab_confirm_nine_summary.json"] == 10
+    with open(os.path.join(root, "benchmarks", "lab_confirm_nine_summary.json")) as f:
+        summary = json.load(f)
+    # one seed's figure changed by hand: its difference, then the test, no longer agree
+    tampered = copy.deepcopy(summary)
+    avspo = next(c for c in tampered["claims"] if c["claim"].startswith("AVSPO"))
+    avspo["values"]["avspo"]["50"] += 0.05
+    with pytest.raises(AssertionError):
+        _check_kept_figures("tampered", tampered)
+    avspo["values"]["difference by seed"]["50"] += 0.05
+    with pytest.raises(AssertionError):
+        _check_kept_figures("tampered", tampered)
+
+
+def test_make_lab_confirm_reproduces_the_committed_nine_claims_report():
+    """`make lab-confirm` is the one command behind benchmarks/lab_confirm_nine_summary.json: its methods, seeds,
+    first seed, steps and pass@k samples are those the committed summary was made with."""
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "Makefile")) as f:
+        makefile = f.read()
+    methods = re.search(r"^LAB_CONFIRM_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
+    args = re.search(r"^LAB_CONFIRM_ARGS \?= (.+)$", makefile, re.M).group(1).split()
+    with open(os.path.join(root, "benchmarks", "lab_confirm_nine_summary.json")) as f:
+        setup = json.load(f)["setup"]
+    assert methods == setup["methods"] and setup["missing_runs"] == []
+    for key, field in (("--seeds", "seeds"), ("--first-seed", "first_seed"), ("--steps", "steps"),
+                       ("--passk-samples", "passk_samples")):
+        assert int(args[args.index(key) + 1]) == setup[field], key
+    assert re.search(r"^lab-confirm:.*\n(\t.*\n)*\tcp runs/lab_confirm/summary\.json "
+                     r"benchmarks/lab_confirm_nine_summary\.json$", makefile, re.M)
+    assert "--task countdown" in setup["command"] and "--out runs/lab_confirm" in setup["command"]
