@@ -170,7 +170,6 @@ def test_fresh_prompt_scores_are_kept_only_from_a_command_with_the_same_settings
         kept_scores(path, build_parser().parse_args(["--json", path, "--keep", "--fresh-seed", "2", "--held-out"]))
 
 
-
 def _check_kept_figures(name: str, summary: dict) -> int:
     """Each claim of ``summary`` that keeps its figures (launch.compare's ``values``) against its own verdict and
     evidence; returns how many claims were checked."""
