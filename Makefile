@@ -20,6 +20,13 @@
 #                    A-GRAE) x 8 seeds (50-57) on the countdown task, two lanes (runs/lab_confirm; ~4.2 h); writes
 #                    benchmarks/lab_confirm_nine_summary.json, the report behind docs/lab.md's "All nine claims on
 #                    seeds 50-57"; finished runs are kept, an interrupted one resumes
+#   make lab-target  the 2-hour comparison: the package's six methods, the off-policy GRPO / GRPO-N pair and the six
+#                    baselines x 3 seeds (40-42) on the countdown task, two lanes (runs/lab_target; 109 min on 2 cores
+#                    when it ran); writes benchmarks/lab_target_summary.json, the report behind docs/lab.md's "The
+#                    2-hour comparison, run"; finished runs are kept, an interrupted one resumes
+#   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per seed set, and on
+#                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
+#                    nothing; writes docs/lab.md's "The verdicts at a glance")
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -43,7 +50,7 @@ VLLM_LOCK := requirements/cpu-vllm.lock
 UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
 	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm toy bench clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-verdicts toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -127,6 +134,23 @@ lab-confirm: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_CONFIRM_METHODS) $(LAB_CONFIRM_ARGS) \
 		--jobs $(LAB_JOBS) --out runs/lab_confirm
 	cp runs/lab_confirm/summary.json benchmarks/lab_confirm_nine_summary.json
+
+# the runs behind docs/lab.md's "The 2-hour comparison, run": 42 runs of 50 steps, 6560 s in two lanes on 2 cores
+# when they ran (a run with its scoring 227-412 s)
+LAB_TARGET_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
+LAB_TARGET_ARGS ?= --seeds 3 --first-seed 40 --steps 50 --passk-samples 64
+lab-target: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS) \
+		--jobs $(LAB_JOBS) --out runs/lab_target
+	cp runs/lab_target/summary.json benchmarks/lab_target_summary.json
+
+# the committed lab comparisons of 50 steps scored to pass@64, one summary per comparison (docs/lab.md "The verdicts
+# at a glance" says which summaries are left out and why)
+LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_summary.json \
+	benchmarks/lab_gspo_n_summary.json benchmarks/lab_paired_summary.json benchmarks/lab_target_summary.json \
+	benchmarks/lab_confirm_nine_summary.json benchmarks/lab_cw_grpo_summary.json
+lab-verdicts: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --publish docs/lab.md
 
 toy: $(STAMP)
 	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy

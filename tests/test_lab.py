@@ -238,23 +238,68 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
         _check_kept_figures("tampered", tampered)
 
 
-def test_make_lab_confirm_reproduces_the_committed_nine_claims_report():
-    """`make lab-confirm` is the one command behind benchmarks/lab_confirm_nine_summary.json: its methods, seeds,
-    first seed, steps and pass@k samples are those the committed summary was made with."""
+@pytest.mark.parametrize("target, variables, out, summary", [
+    ("lab-confirm", "LAB_CONFIRM", "runs/lab_confirm", "lab_confirm_nine_summary.json"),
+    ("lab-target", "LAB_TARGET", "runs/lab_target", "lab_target_summary.json"),
+])
+def test_make_target_reproduces_its_committed_summary(target, variables, out, summary):
+    """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
+    comparison: the methods, seeds, first seed, steps and pass@k samples each passes are those its committed summary
+    was made with, and it copies the summary it writes over the committed one."""
     import os
     import re
+
+    from rlvr_recipes.launch.cpu_run import method_overrides, registered
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read()
-    methods = re.search(r"^LAB_CONFIRM_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
-    args = re.search(r"^LAB_CONFIRM_ARGS \?= (.+)$", makefile, re.M).group(1).split()
-    with open(os.path.join(root, "benchmarks", "lab_confirm_nine_summary.json")) as f:
+    methods = re.search(rf"^{variables}_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
+    args = re.search(rf"^{variables}_ARGS \?= (.+)$", makefile, re.M).group(1).split()
+    estimators, _ = registered()
+    for method in methods:
+        assert method_overrides(method, estimators), method
+    with open(os.path.join(root, "benchmarks", summary)) as f:
         setup = json.load(f)["setup"]
     assert methods == setup["methods"] and setup["missing_runs"] == []
     for key, field in (("--seeds", "seeds"), ("--first-seed", "first_seed"), ("--steps", "steps"),
                        ("--passk-samples", "passk_samples")):
         assert int(args[args.index(key) + 1]) == setup[field], key
-    assert re.search(r"^lab-confirm:.*\n(\t.*\n)*\tcp runs/lab_confirm/summary\.json "
-                     r"benchmarks/lab_confirm_nine_summary\.json$", makefile, re.M)
-    assert "--task countdown" in setup["command"] and "--out runs/lab_confirm" in setup["command"]
+    recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    assert f"--methods $({variables}_METHODS) $({variables}_ARGS)" in recipe and f"--out {out}" in recipe
+    assert f"\tcp {out}/summary.json benchmarks/{summary}\n" in recipe
+    assert "--task countdown" in setup["command"] and f"--out {out}" in setup["command"]
+
+
+def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
+    """docs/lab.md's "The verdicts at a glance" is what launch.verdicts writes from the summaries its command names,
+    `make lab-verdicts` names the same summaries, and every committed lab summary is in the table or named as left
+    out: a summary changed or added without the table written again fails."""
+    import glob
+    import os
+    import re
+    import shlex
+
+    from rlvr_recipes.launch.verdicts import PUBLISH_END, PUBLISH_START, ledger, markdown, read_summaries
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "lab.md")) as f:
+        doc = f.read()
+    block = doc[doc.index(PUBLISH_START) + len(PUBLISH_START): doc.index(PUBLISH_END)].strip()
+    command, table = block.split("\n\n", 1)
+    words = shlex.split(command.strip("`"))
+    assert words[:3] == ["python", "-m", "rlvr_recipes.launch.verdicts"]
+    paths = words[3:]
+    summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(root, p) for p in paths]))]
+    assert table + "\n" == markdown(ledger(summaries))
+    with open(os.path.join(root, "Makefile")) as f:
+        makefile = f.read().replace("\\\n", " ")
+    assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
+    assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --publish "
+                     r"docs/lab\.md$", makefile, re.M)
+    intro = doc[doc.index("## The verdicts at a glance"): doc.index(PUBLISH_START)]
+    for path in glob.glob(os.path.join(root, "benchmarks", "lab_*_summary.json")):
+        name = os.path.basename(path)
+        left_out = re.sub(r"_summary\.json$", "", name)
+        assert (f"benchmarks/{name}" in paths or f"`{left_out}`" in intro
+                or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name

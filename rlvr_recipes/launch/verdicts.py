@@ -1,0 +1,189 @@
+"""The verdicts of several comparisons side by side: each claim of ``launch.compare``'s report, one column per
+comparison, and on how many disjoint seed sets it came out held or did not hold.
+
+One comparison's verdict is one test at the 5 % level; a verdict that comes out the same way on seed sets that share
+no seed is a replication, one that comes out once, or both ways, is not. This reads the ``summary.json`` that
+``launch.compare`` writes for each comparison (nothing is trained or scored) and prints a Markdown table:
+
+    python -m rlvr_recipes.launch.verdicts runs/lab/summary.json runs/lab_replication/summary.json
+
+A cell gives the verdict and the p-value of the comparison's test (``held``, ``did not hold``, ``-`` for cannot be
+judged; empty when the comparison did not test the claim). The last column counts the seed sets: comparisons whose
+seeds overlap count as one (their runs share seeds, so they are not independent evidence), and so do comparisons on
+the same seeds. With ``--publish DOC`` the table and the command that wrote it go into DOC between
+:data:`PUBLISH_START` and :data:`PUBLISH_END`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+from typing import Any, Optional, Sequence
+
+#: the ledger's place in a document (``--publish``)
+PUBLISH_START = "<!-- verdicts: start (written by launch.verdicts --publish; edits inside are lost) -->"
+PUBLISH_END = "<!-- verdicts: end -->"
+#: a verdict of launch.compare's report and how a cell writes it
+SHORT = {"held": "held", "did not hold": "did not hold", "cannot be judged": "-"}
+_P_VALUE = re.compile(r"\bp = ([0-9.]+(?:e[-+]?\d+)?)")
+
+
+def seed_set(summary: dict[str, Any]) -> frozenset[int]:
+    """The seeds of a comparison: ``first_seed`` .. ``first_seed + seeds - 1`` of its ``setup`` (a summary written
+    before ``--first-seed`` existed has none: its seeds start at 0)."""
+    setup = summary["setup"]
+    first = setup.get("first_seed") or 0
+    return frozenset(range(first, first + int(setup["seeds"])))
+
+
+def seed_label(seeds: frozenset[int]) -> str:
+    """``"5-9"`` for a run of consecutive seeds, else the seeds joined by commas."""
+    lo, hi = min(seeds), max(seeds)
+    if len(seeds) == hi - lo + 1:
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+    return ",".join(str(s) for s in sorted(seeds))
+
+
+def count_seed_sets(sets: Sequence[frozenset[int]]) -> int:
+    """How many groups the seed sets fall into when sets that share a seed are joined (transitively): the number of
+    independent seed sets among them."""
+    groups: list[set[int]] = []
+    for s in sets:
+        joined = [g for g in groups if g & s]
+        merged = set(s).union(*joined)
+        groups = [g for g in groups if not g & s] + [merged]
+    return len(groups)
+
+
+def p_value(evidence: str) -> Optional[str]:
+    """The p-value a claim's evidence names (``"p = 0.0194"`` -> ``"0.0194"``), or None (ACR against G has none)."""
+    found = _P_VALUE.search(evidence)
+    return found.group(1) if found else None
+
+
+def cell(claim: dict[str, Any]) -> str:
+    """One claim's verdict in one comparison, with its p-value: ``"did not hold (p 0.004)"``, ``"- (p 0.31)"``."""
+    verdict = claim["verdict"]
+    if verdict not in SHORT:
+        raise ValueError(f"claim {claim['claim']!r}: unknown verdict {verdict!r} (expected one of {sorted(SHORT)})")
+    p = p_value(claim.get("evidence", ""))
+    return SHORT[verdict] + (f" (p {p})" if p else "")
+
+
+def ledger(summaries: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each claim of the ``(name, summary)`` comparisons, their columns ordered by first seed (then name).
+
+    Returns ``{"columns": [{"name", "seeds", "methods", "steps", "passk_samples", "test"}], "rows": [{"claim",
+    "source", "cells": [str per column, "" where not tested], "held", "did not hold", "tested"}]}``, the last three
+    the number of independent seed sets (:func:`count_seed_sets`) on which the claim held, did not hold, and was
+    tested. Rows come in the order in which claims first appear, reading the columns from the one with most claims.
+
+    Raises:
+        ValueError: a summary without claims or seeds, naming it.
+    """
+    checked = []
+    for name, summary in summaries:
+        if not summary.get("claims") or "seeds" not in summary.get("setup", {}):
+            raise ValueError(f"{name}: not a launch.compare summary with claims and setup.seeds")
+        checked.append((name, summary))
+    checked.sort(key=lambda ns: (min(seed_set(ns[1])), ns[0]))
+    columns, by_claim, order = [], {}, []
+    for name, summary in checked:
+        setup = summary["setup"]
+        evidence = " ".join(c.get("evidence", "") for c in summary["claims"])
+        columns.append({"name": name, "seeds": seed_set(summary), "methods": len(setup.get("methods", [])),
+                        "steps": setup.get("steps"), "passk_samples": setup.get("passk_samples"),
+                        "test": "paired t-test by seed" if "paired t-test" in evidence else "Welch's t-test"})
+    for i, (_, summary) in sorted(enumerate(checked), key=lambda ic: -len(ic[1][1]["claims"])):
+        for claim in summary["claims"]:
+            if claim["claim"] not in by_claim:
+                by_claim[claim["claim"]] = {"claim": claim["claim"], "source": claim.get("source", ""),
+                                            "cells": [""] * len(checked), "by_verdict": {}}
+                order.append(claim["claim"])
+            row = by_claim[claim["claim"]]
+            row["cells"][i] = cell(claim)
+            row["by_verdict"].setdefault(claim["verdict"], []).append(seed_set(summary))
+    rows = []
+    for text in order:
+        row = by_claim[text]
+        by_verdict = row.pop("by_verdict")
+        rows.append({**row, "held": count_seed_sets(by_verdict.get("held", [])),
+                     "did not hold": count_seed_sets(by_verdict.get("did not hold", [])),
+                     "tested": count_seed_sets([s for sets in by_verdict.values() for s in sets])})
+    return {"columns": columns, "rows": rows}
+
+
+def markdown(table: dict[str, Any]) -> str:
+    """The ledger as Markdown: the table, then one line per column naming its summary and settings."""
+    columns = table["columns"]
+    head = ["claim", "paper", *(f"seeds {seed_label(c['seeds'])}" for c in columns),
+            "seed sets: held / did not hold / tested"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table["rows"]:
+        count = f"{row['held']} / {row['did not hold']} / {row['tested']}"
+        lines.append("| " + " | ".join([row["claim"], row["source"], *row["cells"], count]) + " |")
+    lines += ["", "`held`, `did not hold`: the 95 % interval lies on the claimed side of 0, or on the other; `-`: "
+              "it holds 0 (cannot be judged); p is the test's two-sided p-value; an empty cell: not tested there. "
+              "Comparisons whose seeds overlap count as one seed set.", ""]
+    for c in columns:
+        lines.append(f"- seeds {seed_label(c['seeds'])}: `{c['name']}`, {c['methods']} methods x {len(c['seeds'])} "
+                     f"seeds, {c['steps']} steps, pass@k to {c['passk_samples']}, {c['test']}")
+    return "\n".join(lines) + "\n"
+
+
+def publish(text: str, doc: str) -> None:
+    """Write ``text`` into ``doc`` between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
+
+    Raises:
+        ValueError: ``doc`` is missing or lacks the two markers in that order, naming it.
+    """
+    if not os.path.isfile(doc):
+        raise ValueError(f"--publish {doc}: no such file")
+    with open(doc) as f:
+        old = f.read()
+    start, end = old.find(PUBLISH_START), old.find(PUBLISH_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{doc}: needs the line {PUBLISH_START!r} and, after it, {PUBLISH_END!r}, to mark where the "
+                         "table goes")
+    with open(doc, "w") as f:
+        f.write(old[: start + len(PUBLISH_START)] + "\n\n" + text.strip() + "\n\n" + old[end:])
+
+
+def read_summaries(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """``(path, summary)`` for each path; raises ValueError naming a file that is missing or not JSON."""
+    out = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                out.append((path, json.load(f)))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("summaries", nargs="+", help="summary.json files written by launch.compare")
+    parser.add_argument("--publish", metavar="DOC", default=None,
+                        help="write the table into DOC between its verdicts markers, after the command that wrote it")
+    args = parser.parse_args(argv)
+    try:
+        text = markdown(ledger(read_summaries(args.summaries)))
+        if args.publish:
+            command = "python -m rlvr_recipes.launch.verdicts " + " ".join(shlex.quote(p) for p in args.summaries)
+            publish(f"`{command}`\n\n{text}", args.publish)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    if args.publish:
+        print(f"[verdicts] table written into {args.publish}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

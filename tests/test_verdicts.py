@@ -1,0 +1,120 @@
+"""launch.verdicts: comparisons' verdicts side by side and the count of independent seed sets, worked by hand."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr_recipes.launch.verdicts import (PUBLISH_END, PUBLISH_START, cell, count_seed_sets, ledger, main, markdown,
+                                          p_value, publish, seed_label, seed_set)
+
+ENTROPY = "grpo_n keeps entropy above grpo"
+PASSK = "grpo_n keeps large-k pass@64 above grpo"
+
+
+def _summary(first_seed, seeds, claims, methods=("grpo", "grpo_n")):
+    return {"setup": {"methods": list(methods), "seeds": seeds, "first_seed": first_seed, "steps": 50,
+                      "passk_samples": 64},
+            "claims": [{"claim": c, "source": "004 Sec. 4", "verdict": v, "evidence": e} for c, v, e in claims]}
+
+
+def test_seed_sets_and_labels():
+    assert seed_set(_summary(5, 3, [])) == {5, 6, 7}
+    assert seed_set(_summary(None, 2, [])) == {0, 1}  # written before --first-seed: seeds from 0
+    assert seed_label(frozenset({5, 6, 7})) == "5-7" and seed_label(frozenset({4})) == "4"
+    assert seed_label(frozenset({1, 3})) == "1,3"
+
+
+def test_seed_sets_that_share_a_seed_count_once():
+    assert count_seed_sets([]) == 0
+    assert count_seed_sets([frozenset({0, 1}), frozenset({2}), frozenset({1, 5}), frozenset({7})]) == 3
+    # joined through a third set that shares a seed with each
+    assert count_seed_sets([frozenset({0}), frozenset({2}), frozenset({0, 2})]) == 1
+    assert count_seed_sets([frozenset({3, 4}), frozenset({3, 4})]) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 12), min_size=1, max_size=4), max_size=7))
+def test_count_is_the_number_of_components_whatever_the_order(sets):
+    # components by a search over the graph "two sets share a seed"
+    seen, components = set(), 0
+    for i in range(len(sets)):
+        if i in seen:
+            continue
+        components += 1
+        todo = [i]
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo += [k for k in range(len(sets)) if k not in seen and sets[j] & sets[k]]
+    assert count_seed_sets(sets) == components
+    for perm in itertools.islice(itertools.permutations(sets), 6):
+        assert count_seed_sets(list(perm)) == components
+
+
+def test_cells_give_the_verdict_and_the_tests_p():
+    evidence = "0.818 vs 0.848: difference -0.030, 95 % interval [-0.054, -0.006] (Welch t-test, df 7.2, p = 0.0194, 5"
+    assert p_value(evidence) == "0.0194"
+    assert p_value("(Welch t-test, df 4.3, p = 1.19e-05, 5 and 5 seeds)") == "1.19e-05"
+    assert p_value("G=2: 0.816, G=4: 0.660") is None
+    assert cell({"claim": PASSK, "verdict": "did not hold", "evidence": evidence}) == "did not hold (p 0.0194)"
+    assert cell({"claim": PASSK, "verdict": "cannot be judged", "evidence": "r = 0.1, p = 0.31"}) == "- (p 0.31)"
+    assert cell({"claim": "ACR falls", "verdict": "held", "evidence": "G=2: 0.816"}) == "held"
+    with pytest.raises(ValueError, match="'ACR falls': unknown verdict 'maybe'"):
+        cell({"claim": "ACR falls", "verdict": "maybe", "evidence": ""})
+
+
+def test_ledger_by_hand():
+    a = _summary(0, 5, [(ENTROPY, "cannot be judged", "p = 0.9"), (PASSK, "did not hold", "p = 0.05")],
+                 methods=("grpo", "grpo_n", "cw_grpo"))
+    b = _summary(40, 3, [(PASSK, "did not hold", "p = 0.004")])
+    c = _summary(2, 4, [(PASSK, "held", "p = 0.01")])  # seeds 2-5 overlap a's 0-4
+    table = ledger([("b.json", b), ("a.json", a), ("c.json", c)])
+    assert [col["name"] for col in table["columns"]] == ["a.json", "c.json", "b.json"]  # by first seed
+    assert table["columns"][0]["methods"] == 3 and table["columns"][2]["seeds"] == {40, 41, 42}
+    assert [r["claim"] for r in table["rows"]] == [ENTROPY, PASSK]  # a's order: a has most claims
+    entropy, passk = table["rows"]
+    assert entropy["cells"] == ["- (p 0.9)", "", ""]
+    assert (entropy["held"], entropy["did not hold"], entropy["tested"]) == (0, 0, 1)
+    assert passk["cells"] == ["did not hold (p 0.05)", "held (p 0.01)", "did not hold (p 0.004)"]
+    # did not hold on 0-4 and on 40-42 (two sets); held on 2-5; tested on 0-5 (a and c joined) and 40-42
+    assert (passk["held"], passk["did not hold"], passk["tested"]) == (1, 2, 2)
+    with pytest.raises(ValueError, match="x.json: not a launch.compare summary"):
+        ledger([("x.json", {"setup": {"seeds": 3}, "claims": []})])
+
+
+def test_markdown_by_hand():
+    a = _summary(5, 2, [(PASSK, "did not hold", "(paired t-test by seed, df 1, p = 0.004, 2 seeds)")])
+    text = markdown(ledger([("s.json", a)]))
+    lines = text.splitlines()
+    assert lines[0] == "| claim | paper | seeds 5-6 | seed sets: held / did not hold / tested |"
+    assert lines[1] == "|---|---|---|---|"
+    assert lines[2] == f"| {PASSK} | 004 Sec. 4 | did not hold (p 0.004) | 0 / 1 / 1 |"
+    assert lines[-1] == ("- seeds 5-6: `s.json`, 2 methods x 2 seeds, 50 steps, pass@k to 64, paired t-test by "
+                         "seed")
+
+
+def test_publish_and_the_command_line(tmp_path, capsys):
+    a = _summary(5, 2, [(PASSK, "held", "p = 0.01")])
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(a))
+    doc = tmp_path / "lab.md"
+    doc.write_text(f"# Lab\n\n{PUBLISH_START}\nold\n{PUBLISH_END}\n\nafter\n")
+    assert main([str(path), "--publish", str(doc)]) == 0
+    table = markdown(ledger([(str(path), a)]))
+    assert doc.read_text() == (f"# Lab\n\n{PUBLISH_START}\n\n`python -m rlvr_recipes.launch.verdicts {path}`\n\n"
+                               f"{table}\n{PUBLISH_END}\n\nafter\n")
+    assert capsys.readouterr().out.startswith(table)
+    bare = tmp_path / "bare.md"
+    bare.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="bare.md: needs the line"):
+        publish("x", str(bare))
+    assert main([str(path), "--publish", str(bare)]) == 2
+    assert bare.read_text() == "# no markers\n"
+    assert main([str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
