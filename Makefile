@@ -4,7 +4,7 @@
 #   make setup-vllm  optional .venv-vllm: the same stack plus vLLM's CPU build (requirements/cpu-vllm.lock)
 #   make lock        regenerate both lock files with uv (needs PyPI)
 #   make test        the whole test suite (unit, property, config, launcher, trainer-extension and e2e tests; the
-#                    e2e tests one at a time, the others beside them in a second pytest process; ~30 min on 2 cores)
+#                    e2e tests one at a time, the others beside them in a second pytest process; ~40 min on 2 cores)
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
 #   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
