@@ -117,7 +117,7 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     import os
     import re
 
-    from rlvr_recipes.launch.compare import _publish_target
+    from rlvr_recipes.launch.compare import publish_target
     from rlvr_recipes.launch.cpu_run import method_overrides, registered
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -135,7 +135,7 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     assert {"dapo_001", "agrae_dapo_001", "agrae_drgrpo"} <= set(methods)
     assert len(set(methods)) == len(methods)
     assert "--publish docs/lab.md" in makefile
-    _publish_target(os.path.join(root, "docs", "lab.md"))
+    publish_target(os.path.join(root, "docs", "lab.md"))
     # the committed report was made by this command: its methods and its seeds, steps and pass@k samples
     args = re.search(r"^LAB_ARGS \?= (.+)$", makefile, re.M).group(1).split()
     with open(os.path.join(root, "docs", "lab.md")) as f:

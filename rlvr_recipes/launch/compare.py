@@ -1107,16 +1107,18 @@ PUBLISH_END = "<!-- compare report: end -->"
 REPORT_FIGURES = ("curves.png", "passk.png", "acr_vs_group_size.png")
 
 
-def _publish_target(doc: str) -> tuple[str, int, int]:
-    """The text of ``doc`` and where its two report markers start; raises ValueError naming the file without them."""
+def publish_target(doc: str, start_marker: str = PUBLISH_START, end_marker: str = PUBLISH_END,
+                   what: str = "report") -> tuple[str, int, int]:
+    """The text of ``doc`` and where its two markers start (by default the report's); raises ValueError naming the
+    file without them, and ``what`` goes between them."""
     if not os.path.isfile(doc):
         raise ValueError(f"--publish {doc}: no such file")
     with open(doc) as f:
         text = f.read()
-    start, end = text.find(PUBLISH_START), text.find(PUBLISH_END)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"{doc}: needs the line {PUBLISH_START!r} and, after it, {PUBLISH_END!r}, to mark where the "
-                         "report goes")
+        raise ValueError(f"{doc}: needs the line {start_marker!r} and, after it, {end_marker!r}, to mark where the "
+                         f"{what} goes")
     return text, start, end
 
 
@@ -1133,7 +1135,7 @@ def publish_report(out: str, doc: str) -> str:
     report_path = os.path.join(out, "report.md")
     if not os.path.exists(report_path):
         raise ValueError(f"{report_path}: no report to publish; run the comparison first")
-    text, start, end = _publish_target(doc)
+    text, start, end = publish_target(doc)
     rel = f"img/{os.path.basename(os.path.normpath(out))}"
     img_dir = os.path.join(os.path.dirname(os.path.abspath(doc)), rel)
     os.makedirs(img_dir, exist_ok=True)
@@ -1194,7 +1196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for m in methods:
             method_overrides(m, estimators)
         if args.publish:
-            _publish_target(args.publish)  # before hours of runs, not after
+            publish_target(args.publish)  # before hours of runs, not after
         compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task,
                 report_only=args.report_only, first_seed=args.first_seed, jobs=args.jobs)
         if args.publish:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import sys
@@ -141,14 +140,9 @@ def publish(text: str, doc: str) -> None:
     Raises:
         ValueError: ``doc`` is missing or lacks the two markers in that order, naming it.
     """
-    if not os.path.isfile(doc):
-        raise ValueError(f"--publish {doc}: no such file")
-    with open(doc) as f:
-        old = f.read()
-    start, end = old.find(PUBLISH_START), old.find(PUBLISH_END)
-    if start < 0 or end < start:
-        raise ValueError(f"{doc}: needs the line {PUBLISH_START!r} and, after it, {PUBLISH_END!r}, to mark where the "
-                         "table goes")
+    from rlvr_recipes.launch.compare import publish_target
+
+    old, start, end = publish_target(doc, PUBLISH_START, PUBLISH_END, what="table")
     with open(doc, "w") as f:
         f.write(old[: start + len(PUBLISH_START)] + "\n\n" + text.strip() + "\n\n" + old[end:])
 
