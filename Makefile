@@ -24,7 +24,7 @@
 #                    baselines x 3 seeds (40-42) on the countdown task, two lanes (runs/lab_target; 109 min on 2 cores
 #                    when it ran); writes benchmarks/lab_target_summary.json, the report behind docs/lab.md's "The
 #                    2-hour comparison, run"; finished runs are kept, an interrupted one resumes
-#   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per seed set, and on
+#   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
