@@ -86,6 +86,9 @@ def test_ledger_by_hand():
     assert (passk["held"], passk["did not hold"], passk["tested"]) == (1, 2, 2)
     with pytest.raises(ValueError, match="x.json: not a launch.compare summary"):
         ledger([("x.json", {"setup": {"seeds": 3}, "claims": []})])
+    for not_a_summary in ([], {"claims": [{"claim": "c"}], "setup": None}):  # other JSON read as a summary
+        with pytest.raises(ValueError, match="y.json: not a launch.compare summary"):
+            ledger([("y.json", not_a_summary)])
 
 
 def test_markdown_by_hand():

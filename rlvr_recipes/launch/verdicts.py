@@ -86,7 +86,8 @@ def ledger(summaries: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """
     checked = []
     for name, summary in summaries:
-        if not summary.get("claims") or "seeds" not in summary.get("setup", {}):
+        if not (isinstance(summary, dict) and summary.get("claims") and isinstance(summary.get("setup"), dict)
+                and "seeds" in summary["setup"]):
             raise ValueError(f"{name}: not a launch.compare summary with claims and setup.seeds")
         checked.append((name, summary))
     checked.sort(key=lambda ns: (min(seed_set(ns[1])), ns[0]))
