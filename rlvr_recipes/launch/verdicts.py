@@ -91,7 +91,7 @@ def ledger(summaries: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             raise ValueError(f"{name}: not a launch.compare summary with claims and setup.seeds")
         checked.append((name, summary))
     checked.sort(key=lambda ns: (min(seed_set(ns[1])), ns[0]))
-    columns, by_claim, order = [], {}, []
+    columns, by_claim = [], {}
     for name, summary in checked:
         setup = summary["setup"]
         evidence = " ".join(c.get("evidence", "") for c in summary["claims"])
@@ -100,16 +100,12 @@ def ledger(summaries: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                         "test": "paired t-test by seed" if "paired t-test" in evidence else "Welch's t-test"})
     for i, (_, summary) in sorted(enumerate(checked), key=lambda ic: -len(ic[1][1]["claims"])):
         for claim in summary["claims"]:
-            if claim["claim"] not in by_claim:
-                by_claim[claim["claim"]] = {"claim": claim["claim"], "source": claim.get("source", ""),
-                                            "cells": [""] * len(checked), "by_verdict": {}}
-                order.append(claim["claim"])
-            row = by_claim[claim["claim"]]
+            row = by_claim.setdefault(claim["claim"], {"claim": claim["claim"], "source": claim.get("source", ""),
+                                                       "cells": [""] * len(checked), "by_verdict": {}})
             row["cells"][i] = cell(claim)
-            row["by_verdict"].setdefault(claim["verdict"], []).append(seed_set(summary))
+            row["by_verdict"].setdefault(claim["verdict"], []).append(columns[i]["seeds"])
     rows = []
-    for text in order:
-        row = by_claim[text]
+    for row in by_claim.values():  # in the order the claims were first met
         by_verdict = row.pop("by_verdict")
         rows.append({**row, "held": count_seed_sets(by_verdict.get("held", [])),
                      "did not hold": count_seed_sets(by_verdict.get("did not hold", [])),
