@@ -17,6 +17,14 @@ With ``--keep`` the runs (and the warm start) already scored in ``--json`` by a 
 ``--fresh``, ``--fresh-seed`` and ``--samples`` are kept and only the runs finished since are scored. The pairs of
 the report's claims (:data:`CLAIM_PAIRS`: each method against the baseline its paper compares with) are tested on
 the figure each claim is about.
+
+With ``--by-seed`` each run is scored on its own seed's keyed draws and the warm start on every seed's, as
+``launch.compare`` scores them, so that the runs of one seed share their draws: each method's change from the warm
+start and each claim's pair are then tested seed by seed (the paired t-test, :func:`~rlvr_recipes.launch.compare.
+paired_change`) rather than by Welch's test. ``--methods`` scores only the runs of the methods named.
+
+    python benchmarks/lab_fresh_prompts.py --out runs/lab_confirm --held-out --samples 256 --by-seed \
+        --methods grpo,grpo_n,agrae --json benchmarks/lab_confirm_passk256.json   # ~130 s a model on 2 cores
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ import shlex
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs, welch_test
+from rlvr_recipes.launch.compare import (CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs, paired_change,
+                                         welch_test)
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
@@ -64,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", default=None)
     parser.add_argument("--keep", action="store_true",
                         help="keep the scores already in --json (same settings); score only the runs not in it")
+    parser.add_argument("--by-seed", action="store_true",
+                        help="score each run on its own seed's draws and the warm start on every seed's, and test "
+                             "seed by seed (paired t-test)")
+    parser.add_argument("--methods", default=None, help="score only these methods' runs (comma-separated)")
     return parser
 
 
@@ -79,12 +93,60 @@ def kept_scores(path: str, args: argparse.Namespace) -> dict[str, Any]:
     with open(path) as f:
         recorded = json.load(f)
     before = build_parser().parse_args(shlex.split(recorded["command"])[2:])
-    for key in ("out", "fresh", "fresh_seed", "samples", "held_out"):
+    for key in ("out", "fresh", "fresh_seed", "samples", "held_out", "by_seed"):
         if getattr(before, key) != getattr(args, key):
             raise ValueError(f"{path} was scored with --{key.replace('_', '-')} {getattr(before, key)}, this command "
                              f"has {getattr(args, key)}: leave out --keep or write another --json")
     return {"warm_start": recorded["warm_start"],
             "runs": {(m, r["seed"]): r for m, rs in recorded["runs"].items() for r in rs}}
+
+
+def _test(a: dict[int, float], b: dict[int, float], by_seed: bool) -> dict[str, Any]:
+    """``mean(a) - mean(b)`` (each a figure by seed) with its 95 % interval and p: the paired t-test over the seeds
+    both have (``by_seed``) or Welch's test over seeds; ``d`` is the difference, ``seeds`` how many (paired) or
+    ``[n_a, n_b]``."""
+    if by_seed:
+        seeds = sorted(set(a) & set(b))
+        c = paired_change([a[s] - b[s] for s in seeds])
+        return {"d": c["mean"], "low": c["low"], "high": c["high"], "p": c["p"], "seeds": len(seeds),
+                "by_seed": dict(zip(seeds, c["by_seed"]))}
+    return {**welch_test(list(a.values()), list(b.values())), "seeds": [len(a), len(b)]}
+
+
+def summarise(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, float]],
+              by_seed: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Per method: each figure's mean and std over seeds, and pass@1's and pass@max's change from the warm start;
+    each claim's pair (:data:`CLAIM_PAIRS`) tested on its figure (:func:`_test`).
+
+    ``results`` maps a method to its runs (``{"seed", figure: value}``); ``start`` maps a seed to the warm start's
+    figures on that seed's draws (``by_seed``), or holds the one warm start under every seed. Changes from the warm
+    start are paired by seed; with ``by_seed`` the methods' pairs are too, else Welch's test compares them.
+    """
+    table: dict[str, Any] = {}
+    by = {m: {k: {r["seed"]: r[k] for r in rs} for k in FIGURES} for m, rs in results.items()}
+    for method, rs in results.items():
+        row: dict[str, Any] = {k: (float(np.mean([r[k] for r in rs])), float(np.std([r[k] for r in rs])))
+                               for k in FIGURES}
+        for k in ("pass@1", "pass@max"):
+            change = paired_change([r[k] - start[r["seed"]][k] for r in rs])
+            row[f"{k} change"] = {key: change[key] for key in ("by_seed", "mean", "low", "high", "p")}
+        if method != "grpo" and "grpo" in by and len(rs) >= 2 and len(by["grpo"]["pass@1"]) >= 2:
+            row["vs_grpo_pass@1"] = _test(by[method]["pass@1"], by["grpo"]["pass@1"], by_seed)
+        table[method] = row
+    pairs = []
+    for method, base, key, source in CLAIM_PAIRS:
+        if method not in by or base not in by:
+            continue
+        a, b = by[method][key], by[base][key]
+        if min(len(a), len(b)) < 2 or (by_seed and len(set(a) & set(b)) < 2):
+            continue
+        pairs.append({"method": method, "baseline": base, "figure": key, "source": source,
+                      **_test(a, b, by_seed)})
+    return table, pairs
+
+
+def _interval(t: dict[str, Any]) -> str:
+    return f"{t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g}"
 
 
 def main() -> int:
@@ -96,6 +158,14 @@ def main() -> int:
         print(f"error: {args.out}/runs not found: run the comparison first (make lab)", file=sys.stderr)
         return 2
     runs = finished_runs(args.out)
+    if args.methods:
+        wanted = args.methods.split(",")
+        unknown = [m for m in wanted if m not in runs]
+        if unknown:
+            print(f"error: --methods {','.join(unknown)}: no finished run in {args.out} (it has "
+                  f"{', '.join(runs) or 'none'})", file=sys.stderr)
+            return 2
+        runs = {m: runs[m] for m in wanted}
     try:
         kept = kept_scores(args.json, args) if args.keep else {}
     except ValueError as exc:
@@ -107,61 +177,81 @@ def main() -> int:
     tmp = tempfile.TemporaryDirectory()
     built: list[Any] = []  # the scorer, built at the first model to score (about 80 s; not at all when all are kept)
 
-    def score(model_dir: Any) -> dict[str, float]:
+    def score(model_dir: Any, seed: int = 0) -> dict[str, float]:
         if not built:
             prompts = None if args.held_out else write_fresh_prompts(os.path.join(tmp.name, "fresh.parquet"),
                                                                       args.fresh, args.fresh_seed)
             built.append(scorer("countdown", args.samples, prompts=prompts))
-        return figures(built[0](model_dir))
+        return figures(built[0](model_dir, seed=seed))
 
-    start = kept.get("warm_start") or score(None)
-    say(("warm start (kept): " if kept else "warm start: ") + "  ".join(f"{k} {v:.3f}" for k, v in start.items()))
+    def line(fig: dict[str, float]) -> str:
+        return "  ".join(f"{k} {v:.3f}" for k, v in fig.items())
+
+    # the warm start: once (seed 0's draws), or at every seed of the runs (before that seed's runs), as compare does
+    kept_start = kept.get("warm_start") or {}
+    start: dict[str, dict[str, float]] = {}
+
+    def warm_start(seed: int) -> dict[str, float]:
+        key = str(seed) if args.by_seed else "all"
+        if key not in start:
+            was = kept_start.get(key) if args.by_seed else kept_start or None
+            start[key] = was or score(None, seed=seed if args.by_seed else 0)
+            say(f"warm start{f' seed {seed}' if args.by_seed else ''}{' (kept)' if was else ''}: {line(start[key])}")
+        return start[key]
+
     results: dict[str, list[dict[str, Any]]] = {}
-    for method, specs in runs.items():
-        for spec in specs:
-            was = kept.get("runs", {}).get((method, spec.seed))
-            fig = {k: was[k] for k in FIGURES} if was else score(spec.final_model)
-            results.setdefault(method, []).append({"seed": spec.seed, **fig})
-            say(f"{method} seed {spec.seed}{' (kept)' if was else ''}: "
-                + "  ".join(f"{k} {v:.3f}" for k, v in fig.items()))
+    # seed by seed, so that a command stopped early leaves whole seeds (--keep resumes it)
+    for spec in sorted((spec for specs in runs.values() for spec in specs),
+                       key=lambda spec: (spec.seed, list(runs).index(spec.method))):
+        warm_start(spec.seed)
+        was = kept.get("runs", {}).get((spec.method, spec.seed))
+        fig = ({k: was[k] for k in FIGURES} if was
+               else score(spec.final_model, seed=spec.seed if args.by_seed else 0))
+        results.setdefault(spec.method, []).append({"seed": spec.seed, **fig})
+        say(f"{spec.method} seed {spec.seed}{' (kept)' if was else ''}: {line(fig)}")
+        if args.json:  # after every model, so that --keep resumes a command stopped early
+            write_json(args, start, results, None, None)
+    if not results:
+        warm_start(0)
+    start_of = {int(s): f for s, f in start.items()} if args.by_seed else defaultdict(lambda: start["all"])
+    table, pairs = summarise(results, start_of, args.by_seed)
 
-    table: dict[str, Any] = {}
-    problems = ("the build's held-out prompts" if args.held_out
-                else f"{args.fresh} fresh problems (seed {args.fresh_seed})")
-    print(f"\n{problems} x {args.samples} samples; warm start pass@1 "
-          f"{start['pass@1']:.3f}, pass@{args.samples} {start['pass@max']:.3f}")
-    print(f"{'method':<12} {'seeds':>5} {'pass@1':>15} {'change':>8} {'pass@8':>15} {'pass@max':>15}  vs grpo (pass@1)")
-    base = [r["pass@1"] for r in results.get("grpo", [])]
-    for method, rs in results.items():
-        row = {k: (float(np.mean([r[k] for r in rs])), float(np.std([r[k] for r in rs]))) for k in FIGURES}
-        row["pass@1 change"] = [r["pass@1"] - start["pass@1"] for r in rs]
-        vs = ""
-        if method != "grpo" and len(rs) >= 2 and len(base) >= 2:
-            t = welch_test([r["pass@1"] for r in rs], base)
-            row["vs_grpo_pass@1"] = t
-            vs = f"{t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g}"
-        table[method] = row
+    test = "paired t-test by seed" if args.by_seed else "Welch's t-test over seeds"
+    mean_start = {k: float(np.mean([f[k] for f in start.values()])) for k in FIGURES}
+    print(f"\n{problems_of(args)} x {args.samples} samples; warm start pass@1 {mean_start['pass@1']:.3f}, "
+          f"pass@{args.samples} {mean_start['pass@max']:.3f}{' (mean over seeds)' if args.by_seed else ''}")
+    print(f"{'method':<12} {'seeds':>5} {'pass@1':>15} {'pass@8':>15} {'pass@max':>15}  pass@1 and pass@max change "
+          f"from the warm start (t-test of the changes by seed); vs grpo (pass@1, {test})")
+    for method, row in table.items():
         cell = lambda k: f"{row[k][0]:.3f} +/- {row[k][1]:.3f}"  # noqa: E731
-        print(f"{method:<12} {len(rs):>5} {cell('pass@1'):>15} {row['pass@1'][0] - start['pass@1']:>+8.3f} "
-              f"{cell('pass@8'):>15} {cell('pass@max'):>15}  {vs}")
-    pairs = []
-    print("\nthe claims' pairs (Welch's t-test over seeds, 95 % interval of the difference)")
-    for method, base, key, source in CLAIM_PAIRS:
-        a, b = ([r[key] for r in results.get(m, [])] for m in (method, base))
-        if len(a) < 2 or len(b) < 2:
-            continue
-        t = welch_test(a, b)
-        pairs.append({"method": method, "baseline": base, "figure": key, "source": source, **t})
-        print(f"{method:<12} vs {base:<9} {key:<9} {t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g} "
-              f"({len(a)} and {len(b)} seeds; {source})")
+        change = lambda k: _interval({"d": row[k]["mean"], **row[k]})  # noqa: E731
+        vs = _interval(row["vs_grpo_pass@1"]) if "vs_grpo_pass@1" in row else ""
+        print(f"{method:<12} {len(results[method]):>5} {cell('pass@1'):>15} {cell('pass@8'):>15} "
+              f"{cell('pass@max'):>15}  {change('pass@1 change')}; {change('pass@max change')}; {vs}")
+    print(f"\nthe claims' pairs ({test}, 95 % interval of the difference)")
+    for pair in pairs:
+        print(f"{pair['method']:<12} vs {pair['baseline']:<9} {pair['figure']:<9} {_interval(pair)} "
+              f"({pair['seeds']} seeds; {pair['source']})")
     print(f"done in {time.monotonic() - t0:.0f} s")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"what": f"the warm start and the final model of each run of {args.out} on {problems} of the "
-                               f"countdown task x {args.samples} samples",
-                       "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
-                       "warm_start": start, "runs": results, "by_method": table, "claim_pairs": pairs}, f, indent=1)
+        write_json(args, start, results, table, pairs)
     return 0
+
+
+def problems_of(args: argparse.Namespace) -> str:
+    return "the build's held-out prompts" if args.held_out else f"{args.fresh} fresh problems (seed {args.fresh_seed})"
+
+
+def write_json(args: argparse.Namespace, start: dict[str, Any], results: dict[str, Any], table: Any,
+               pairs: Any) -> None:
+    """The scores so far (``table`` and ``pairs`` None until every model is scored) to ``args.json``."""
+    warm = start if args.by_seed else start.get("all", {})
+    with open(args.json, "w") as f:
+        json.dump({"what": f"the warm start and the final model of each run of {args.out} on {problems_of(args)} of "
+                           f"the countdown task x {args.samples} samples"
+                           + (", each on its own seed's draws" if args.by_seed else ""),
+                   "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
+                   "warm_start": warm, "runs": results, "by_method": table, "claim_pairs": pairs}, f, indent=1)
 
 
 if __name__ == "__main__":

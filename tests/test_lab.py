@@ -4,6 +4,7 @@ and the measured properties of a warm start (rlvr_recipes/launch/task_properties
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -168,6 +169,74 @@ def test_fresh_prompt_scores_are_kept_only_from_a_command_with_the_same_settings
     # scores on fresh problems are not kept for a command that scores the held-out prompts
     with pytest.raises(ValueError, match="--held-out False, this command has True"):
         kept_scores(path, build_parser().parse_args(["--json", path, "--keep", "--fresh-seed", "2", "--held-out"]))
+
+
+def _fake_countdown_runs(root, pass_max: dict) -> None:
+    """A comparison folder whose finished runs are ``pass_max``'s (method, seed) keys (no models in it)."""
+    for method, seed in pass_max:
+        if method is None:
+            continue
+        run = root / "runs" / method / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "done.json").write_text(json.dumps({"settings": {"steps": 50}}))
+
+
+def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_seed(tmp_path, monkeypatch, capsys):
+    """--by-seed: each run and the warm start at every seed on that seed's draws; changes and the claim's pair by the
+    paired t-test, figures worked out by hand (df = 2: p = 1 - t / sqrt(t^2 + 2), t_0.975 = 4.3027)."""
+    import benchmarks.lab_fresh_prompts as fresh
+
+    # pass@max of the warm start (method None) and of the runs, by seed
+    pass_max = {(None, 1): 0.90, (None, 2): 0.95, (None, 3): 0.90, ("grpo", 1): 0.80, ("grpo", 2): 0.90,
+                ("grpo", 3): 0.85, ("grpo_n", 1): 0.78, ("grpo_n", 2): 0.86, ("grpo_n", 3): 0.84,
+                ("agrae", 1): 0.5, ("agrae", 2): 0.5, ("agrae", 3): 0.5}
+    _fake_countdown_runs(tmp_path, pass_max)
+    scored = []
+
+    def fake_scorer(task, samples, prompts=None):
+        assert (task, samples, prompts) == ("countdown", 256, None)  # --held-out: the build's held-out prompts
+
+        def score(model_dir, seed=0):
+            method = None if model_dir is None else model_dir.split("/runs/")[1].split("/")[0]
+            if model_dir is not None:
+                assert f"/seed{seed}/" in model_dir  # a run on its own seed's draws
+            scored.append((method, seed))
+            v = pass_max[(method, seed)]
+            return {"pass@1": v / 2, "pass@k": {8: v - 0.1, 256: v}, "at_0": 0.0, "above_0.95": 0.0}
+
+        return score
+
+    monkeypatch.setattr(fresh, "scorer", fake_scorer)
+    out = tmp_path / "scores.json"
+    argv = ["lab_fresh_prompts.py", "--out", str(tmp_path), "--held-out", "--samples", "256", "--by-seed",
+            "--methods", "grpo,grpo_n", "--json", str(out)]
+    monkeypatch.setattr("sys.argv", argv)
+    assert fresh.main() == 0
+    # seed by seed, the warm start first; agrae is not among --methods
+    assert scored == [(None, 1), ("grpo", 1), ("grpo_n", 1), (None, 2), ("grpo", 2), ("grpo_n", 2),
+                      (None, 3), ("grpo", 3), ("grpo_n", 3)]
+    record = json.loads(out.read_text())
+    assert record["warm_start"]["2"]["pass@max"] == 0.95
+    change = record["by_method"]["grpo"]["pass@max change"]  # -0.10, -0.05, -0.05
+    assert change["mean"] == pytest.approx(-0.2 / 3)
+    assert change["p"] == pytest.approx(1 - 4 / math.sqrt(18))  # t = 0.0667 / (0.02887 / sqrt 3) = 4
+    (pair,) = [p for p in record["claim_pairs"] if p["method"] == "grpo_n" and p["figure"] == "pass@max"]
+    assert pair["baseline"] == "grpo" and pair["seeds"] == 3
+    t = 7**0.5  # differences -0.02, -0.04, -0.01: mean -0.02333, sd 0.015275, se 0.0088192
+    assert pair["d"] == pytest.approx(-0.07 / 3)
+    assert pair["p"] == pytest.approx(1 - t / 3)
+    assert pair["low"] == pytest.approx(-0.07 / 3 - 4.302653 * 0.0088192, abs=1e-5)
+    printed = capsys.readouterr().out
+    assert "grpo_n       vs grpo      pass@max  -0.023 [-0.061, +0.015] p=0.12 (3 seeds; 004 Sec. 4)" in printed
+    # resumed with --keep: nothing scored again
+    scored.clear()
+    monkeypatch.setattr("sys.argv", [*argv, "--keep"])
+    assert fresh.main() == 0 and scored == []
+    assert json.loads(out.read_text())["claim_pairs"] == record["claim_pairs"]
+    # a method with no finished run is named
+    monkeypatch.setattr("sys.argv", [*argv[:-4], "--methods", "grpo,cw_grpo"])
+    assert fresh.main() == 2
+    assert "--methods cw_grpo: no finished run" in capsys.readouterr().err
 
 
 def _check_kept_figures(name: str, summary: dict) -> int:

@@ -85,7 +85,8 @@ def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] =
            prompts: Optional[str] = None) -> Callable[[Optional[str]], dict[str, Any]]:
     """Build ``task`` if needed and return ``score(model_dir)``: the :func:`properties` of a model (None: the task's
     warm start) on ``prompts`` (a verl parquet file; default the held-out prompts). The task, its reward and its
-    settings are set up once, so one scorer serves many models."""
+    settings are set up once, so one scorer serves many models; ``score(model_dir, seed=s)`` draws from seed ``s``'s
+    keyed streams instead of ``seed``'s (a run's own, as :mod:`rlvr_recipes.launch.compare` scores it)."""
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.launch.compare import sample_correct_counts
     from rlvr_recipes.reward.reference import reference_settings
@@ -95,7 +96,7 @@ def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] =
     settings = reference_settings(compose(list(embedded_task(task).overrides)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
 
-    def score(model_dir: Optional[str] = None) -> dict[str, Any]:
+    def score(model_dir: Optional[str] = None, seed: int = seed) -> dict[str, Any]:
         record: dict[str, list] = {}
         counts = sample_correct_counts(model_dir or paths["model"], prompts or paths["test"], reward_fn, samples,
                                        settings["max_response_length"], seed=seed, record=record)
