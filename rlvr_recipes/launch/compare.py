@@ -1109,8 +1109,13 @@ REPORT_FIGURES = ("curves.png", "passk.png", "acr_vs_group_size.png")
 
 def publish_target(doc: str, start_marker: str = PUBLISH_START, end_marker: str = PUBLISH_END,
                    what: str = "report") -> tuple[str, int, int]:
-    """The text of ``doc`` and where its two markers start (by default the report's); raises ValueError naming the
-    file without them, and ``what`` goes between them."""
+    """The text of ``doc`` and the offsets of its two markers (by default the report's), checked before anything is
+    written between them.
+
+    Raises:
+        ValueError: ``doc`` is missing, or lacks the markers in that order; the message names the file and says that
+            the ``what`` goes between them.
+    """
     if not os.path.isfile(doc):
         raise ValueError(f"--publish {doc}: no such file")
     with open(doc) as f:
@@ -1120,6 +1125,15 @@ def publish_target(doc: str, start_marker: str = PUBLISH_START, end_marker: str 
         raise ValueError(f"{doc}: needs the line {start_marker!r} and, after it, {end_marker!r}, to mark where the "
                          f"{what} goes")
     return text, start, end
+
+
+def write_between_markers(doc: str, content: str, start_marker: str = PUBLISH_START, end_marker: str = PUBLISH_END,
+                          what: str = "report") -> None:
+    """Replace what lies between the two markers of ``doc`` (:func:`publish_target`) by ``content``, set off by blank
+    lines; the rest of ``doc`` is kept."""
+    text, start, end = publish_target(doc, start_marker, end_marker, what)
+    with open(doc, "w") as f:
+        f.write(text[: start + len(start_marker)] + "\n\n" + content.strip() + "\n\n" + text[end:])
 
 
 def publish_report(out: str, doc: str) -> str:
@@ -1135,7 +1149,7 @@ def publish_report(out: str, doc: str) -> str:
     report_path = os.path.join(out, "report.md")
     if not os.path.exists(report_path):
         raise ValueError(f"{report_path}: no report to publish; run the comparison first")
-    text, start, end = publish_target(doc)
+    publish_target(doc)  # the markers are there before a figure is copied
     rel = f"img/{os.path.basename(os.path.normpath(out))}"
     img_dir = os.path.join(os.path.dirname(os.path.abspath(doc)), rel)
     os.makedirs(img_dir, exist_ok=True)
@@ -1146,8 +1160,7 @@ def publish_report(out: str, doc: str) -> str:
             shutil.copyfile(os.path.join(out, name), os.path.join(img_dir, name))
         report = report.replace(f"]({name})", f"]({rel}/{name})")
     report = "\n".join("##" + line if line.startswith("#") else line for line in report.splitlines())
-    with open(doc, "w") as f:
-        f.write(text[: start + len(PUBLISH_START)] + "\n\n" + report.strip() + "\n\n" + text[end:])
+    write_between_markers(doc, report)
     return img_dir
 
 

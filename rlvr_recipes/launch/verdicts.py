@@ -137,11 +137,9 @@ def publish(text: str, doc: str) -> None:
     Raises:
         ValueError: ``doc`` is missing or lacks the two markers in that order, naming it.
     """
-    from rlvr_recipes.launch.compare import publish_target
+    from rlvr_recipes.launch.compare import write_between_markers
 
-    old, start, end = publish_target(doc, PUBLISH_START, PUBLISH_END, what="table")
-    with open(doc, "w") as f:
-        f.write(old[: start + len(PUBLISH_START)] + "\n\n" + text.strip() + "\n\n" + old[end:])
+    write_between_markers(doc, text, PUBLISH_START, PUBLISH_END, what="table")
 
 
 def read_summaries(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
