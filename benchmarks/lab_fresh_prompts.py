@@ -24,7 +24,7 @@ start and each claim's pair are then tested seed by seed (the paired t-test, :fu
 paired_change`) rather than by Welch's test. ``--methods`` scores only the runs of the methods named.
 
     python benchmarks/lab_fresh_prompts.py --out runs/lab_confirm --held-out --samples 256 --by-seed \
-        --methods grpo,grpo_n,agrae --json benchmarks/lab_confirm_passk256.json   # ~130 s a model on 2 cores
+        --methods grpo,grpo_n,agrae,cw_grpo --json benchmarks/lab_confirm_passk256.json   # 105 min on 2 cores
 """
 
 from __future__ import annotations

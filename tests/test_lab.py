@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -86,9 +87,6 @@ def test_cli_rejects_an_unknown_task(capsys):
 
 
 def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_path):
-    import json
-    import os
-
     import pandas as pd
 
     from rlvr_recipes.launch.cpu_run import compose, embedded_task
@@ -115,7 +113,6 @@ def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_
 def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     """`make lab` is the one command behind docs/lab.md's comparison: its methods must all resolve, and the document
     it publishes into must carry the report markers (else the command would fail after hours of runs)."""
-    import os
     import re
 
     from rlvr_recipes.launch.compare import publish_target
@@ -239,6 +236,28 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     assert "--methods cw_grpo: no finished run" in capsys.readouterr().err
 
 
+def test_committed_passk256_scores_give_the_tests_they_record():
+    """benchmarks/lab_confirm_passk256.json (docs/lab.md, "pass@256 of the 50-57 runs"): its changes and the claims'
+    pairs are what the script's tests give on the per-run figures it records, every run on its own seed's draws,
+    whole seeds of the four methods its command names."""
+    import shlex
+
+    from benchmarks.lab_fresh_prompts import build_parser, summarise
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "benchmarks", "lab_confirm_passk256.json")) as f:
+        record = json.load(f)
+    args = build_parser().parse_args(shlex.split(record["command"])[2:])
+    assert args.by_seed and args.held_out and args.samples == 256 and args.out == "runs/lab_confirm"
+    assert list(record["runs"]) == args.methods.split(",")
+    seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
+    assert all(s == seeds["grpo"] for s in seeds.values()) and sorted(record["warm_start"], key=int) == [
+        str(s) for s in seeds["grpo"]]
+    table, pairs = summarise(record["runs"], {int(s): f for s, f in record["warm_start"].items()}, by_seed=True)
+    assert json.loads(json.dumps(table)) == record["by_method"]
+    assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
+
+
 def _check_kept_figures(name: str, summary: dict) -> int:
     """Each claim of ``summary`` that keeps its figures (launch.compare's ``values``) against its own verdict and
     evidence; returns how many claims were checked."""
@@ -285,7 +304,6 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
     runs at each G. A summary edited by hand, or figures kept from other runs, fail."""
     import copy
     import glob
-    import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     checked = {}
@@ -315,7 +333,6 @@ def test_make_target_reproduces_its_committed_summary(target, variables, out, su
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
     comparison: the methods, seeds, first seed, steps and pass@k samples each passes are those its committed summary
     was made with, and it copies the summary it writes over the committed one."""
-    import os
     import re
 
     from rlvr_recipes.launch.cpu_run import method_overrides, registered
@@ -345,7 +362,6 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     `make lab-verdicts` names the same summaries, and every committed lab summary is in the table or named as left
     out: a summary changed or added without the table written again fails."""
     import glob
-    import os
     import re
     import shlex
 
