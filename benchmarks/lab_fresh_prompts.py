@@ -21,7 +21,9 @@ the figure each claim is about.
 With ``--by-seed`` each run is scored on its own seed's keyed draws and the warm start on every seed's, as
 ``launch.compare`` scores them, so that the runs of one seed share their draws: each method's change from the warm
 start and each claim's pair are then tested seed by seed (the paired t-test, :func:`~rlvr_recipes.launch.compare.
-paired_change`) rather than by Welch's test. ``--methods`` scores only the runs of the methods named.
+paired_change`) rather than by Welch's test, and ``--json`` also holds the claims they test in ``launch.compare``'s
+summary form (:func:`claims`), which ``launch.verdicts`` reads beside the comparisons' summaries. ``--methods``
+scores only the runs of the methods named.
 
     python benchmarks/lab_fresh_prompts.py --out runs/lab_confirm --held-out --samples 256 --by-seed \
         --methods grpo,grpo_n,agrae,cw_grpo --json benchmarks/lab_confirm_passk256.json   # 105 min on 2 cores
@@ -42,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import (CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs, paired_change,
-                                         welch_test)
+from rlvr_recipes.launch.compare import (CW_GRPO_BASELINES, EXPLORATION_CLAIMS, diff_verdict, finished_runs,
+                                         paired_change, welch_test)
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
@@ -145,6 +147,38 @@ def summarise(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[st
     return table, pairs
 
 
+def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, float]],
+           samples: int) -> list[dict[str, Any]]:
+    """The claims these scores test, each run on its own seed's draws, in ``launch.compare``'s summary form
+    (``{"claim", "source", "verdict", "evidence", "values"}``, :func:`~rlvr_recipes.launch.compare.claims`), so that
+    ``launch.verdicts`` sets them beside the comparisons' verdicts: GRPO's pass@``samples`` at the end below the warm
+    start's at its seed (001 Sec. 4.2, Fig. 2: GRPO narrows the boundary), then each pair of :data:`CLAIM_PAIRS`
+    whose methods were scored, both tested seed by seed (:func:`~rlvr_recipes.launch.compare.diff_verdict`, paired).
+
+    ``values`` holds each side's figure by seed (seeds as strings) and ``"difference by seed"``, the figures the
+    verdict was taken on; a claim needs two seeds scored on both sides.
+    """
+    by = {m: {k: {str(r["seed"]): r[k] for r in rs} for k in ("pass@1", "pass@max")} for m, rs in results.items()}
+    wording = {"pass@max": f"keeps large-k pass@{samples} above", "pass@1": "ends with pass@1 above"}
+    tests = []
+    if "grpo" in by:
+        initial = {str(s): f["pass@max"] for s, f in start.items()}
+        tests.append((f"grpo's large-k pass@{samples} ends below the initial model's", "001 Sec. 4.2, Fig. 2",
+                      "grpo", by["grpo"]["pass@max"], "initial model", initial, False))
+    tests += [(f"{m} {wording[key]} {base}", source, m, by[m][key], base, by[base][key], True)
+              for m, base, key, source in CLAIM_PAIRS if m in by and base in by]
+    out = []
+    for claim, source, name, mine, base, theirs, higher in tests:
+        seeds = sorted(set(mine) & set(theirs), key=int)
+        if len(seeds) < 2:
+            continue
+        verdict, evidence = diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
+        out.append({"claim": claim, "source": source, "verdict": verdict, "evidence": evidence,
+                    "values": {name: {s: mine[s] for s in seeds}, base: {s: theirs[s] for s in seeds},
+                               "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}})
+    return out
+
+
 def _interval(t: dict[str, Any]) -> str:
     return f"{t['d']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}] p={t['p']:.2g}"
 
@@ -200,6 +234,7 @@ def main() -> int:
         return start[key]
 
     results: dict[str, list[dict[str, Any]]] = {}
+    steps = sorted({spec.steps for specs in runs.values() for spec in specs})
     # seed by seed, so that a command stopped early leaves whole seeds (--keep resumes it)
     for spec in sorted((spec for specs in runs.values() for spec in specs),
                        key=lambda spec: (spec.seed, list(runs).index(spec.method))):
@@ -210,7 +245,7 @@ def main() -> int:
         results.setdefault(spec.method, []).append({"seed": spec.seed, **fig})
         say(f"{spec.method} seed {spec.seed}{' (kept)' if was else ''}: {line(fig)}")
         if args.json:  # after every model, so that --keep resumes a command stopped early
-            write_json(args, start, results, None, None)
+            write_json(args, start, results, None, None, steps)
     if not results:
         warm_start(0)
     start_of = {int(s): f for s, f in start.items()} if args.by_seed else defaultdict(lambda: start["all"])
@@ -234,7 +269,7 @@ def main() -> int:
               f"({pair['seeds']} seeds; {pair['source']})")
     print(f"done in {time.monotonic() - t0:.0f} s")
     if args.json:
-        write_json(args, start, results, table, pairs)
+        write_json(args, start, results, table, pairs, steps)
     return 0
 
 
@@ -243,15 +278,27 @@ def problems_of(args: argparse.Namespace) -> str:
 
 
 def write_json(args: argparse.Namespace, start: dict[str, Any], results: dict[str, Any], table: Any,
-               pairs: Any) -> None:
-    """The scores so far (``table`` and ``pairs`` None until every model is scored) to ``args.json``."""
+               pairs: Any, steps: list[int]) -> None:
+    """The scores so far (``table`` and ``pairs`` None until every model is scored) to ``args.json``.
+
+    With ``--by-seed`` and every model scored it also holds ``setup`` (the seeds, methods, steps and samples) and
+    ``claims`` (:func:`claims`), the two parts of ``launch.compare``'s summary that ``launch.verdicts`` reads. The
+    command recorded is the one whose scores these are: ``--keep`` only spares scoring them again, so it is left out.
+    """
     warm = start if args.by_seed else start.get("all", {})
+    what = (f"the warm start and the final model of each run of {args.out} on {problems_of(args)} of the countdown "
+            f"task x {args.samples} samples" + (", each on its own seed's draws" if args.by_seed else ""))
+    record = {"what": what,
+              "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(a for a in sys.argv[1:] if a != "--keep"),
+              "warm_start": warm, "runs": results, "by_method": table, "claim_pairs": pairs}
+    if args.by_seed and pairs is not None:
+        seeds = sorted({r["seed"] for rs in results.values() for r in rs})
+        record["setup"] = {"scored": problems_of(args), "methods": list(results), "seeds": len(seeds),
+                           "first_seed": seeds[0] if seeds else 0, "seed_list": seeds,
+                           "steps": steps[0] if len(steps) == 1 else steps, "passk_samples": args.samples}
+        record["claims"] = claims(results, {int(s): f for s, f in start.items()}, args.samples)
     with open(args.json, "w") as f:
-        json.dump({"what": f"the warm start and the final model of each run of {args.out} on {problems_of(args)} of "
-                           f"the countdown task x {args.samples} samples"
-                           + (", each on its own seed's draws" if args.by_seed else ""),
-                   "command": "python benchmarks/lab_fresh_prompts.py " + " ".join(sys.argv[1:]),
-                   "warm_start": warm, "runs": results, "by_method": table, "claim_pairs": pairs}, f, indent=1)
+        json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

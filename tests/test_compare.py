@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec, _change_table,
-                                         _diff_verdict, _interrupted_by_signal, _lanes_sentence, _seed_range,
+                                         diff_verdict, _interrupted_by_signal, _lanes_sentence, _seed_range,
                                          _stop_lanes, acr_by_group_size, check_kept_run, claims, keep_training_record,
                                          main, paired_change, passk_change, passk_curve, publish_report, run_in_lanes,
                                          run_specs, series, training_record, welch_test, write_training_record)
@@ -48,16 +48,16 @@ def test_passk_curve_by_hand():
 
 
 def test_diff_verdict():
-    assert _diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=True)[0] == "held"
-    assert _diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=False)[0] == "did not hold"
-    assert _diff_verdict([0.5, 0.1, 0.9], [0.4, 0.8, 0.0], higher=True)[0] == "cannot be judged"
-    verdict, why = _diff_verdict([0.5], [0.3], higher=True)
+    assert diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=True)[0] == "held"
+    assert diff_verdict([0.5, 0.52, 0.51], [0.3, 0.31, 0.29], higher=False)[0] == "did not hold"
+    assert diff_verdict([0.5, 0.1, 0.9], [0.4, 0.8, 0.0], higher=True)[0] == "cannot be judged"
+    verdict, why = diff_verdict([0.5], [0.3], higher=True)
     assert verdict == "cannot be judged" and "one seed" in why
     # by hand at 2 + 2 seeds: d = 0.2; each variance (ddof 1) 0.02, s.e. = sqrt(0.02/2 + 0.02/2) = 0.1414; Welch's df =
     # (0.01 + 0.01)^2 / (0.01^2/1 + 0.01^2/1) = 2. With 2 df the t quantile and tail have closed forms:
     # t_q = (2q - 1) / sqrt(2 q (1 - q)) = 4.3027 at q = 0.975, so the interval is 0.2 -/+ 0.6085;
     # P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2, so p = 1 - sqrt(2) / 2 = 0.293 at t = 0.2 / 0.1414 = sqrt(2).
-    verdict, why = _diff_verdict([0.5, 0.7], [0.3, 0.5], higher=True)
+    verdict, why = diff_verdict([0.5, 0.7], [0.3, 0.5], higher=True)
     assert verdict == "cannot be judged"
     assert ("difference +0.200, 95 % interval [-0.408, +0.808] (Welch t-test, df 2.0, p = 0.293, 2 and 2 seeds)"
             in why)
@@ -69,10 +69,10 @@ def test_diff_verdict():
     assert t["p"] == pytest.approx(1 - np.sqrt(2) / 2)
     # a 2-standard-error rule would call this one (d = 0.2, s.e. 0.0816, df 4: t = 2.45); the t-test at 3 + 3 seeds
     # needs t > 2.776 and does not
-    assert _diff_verdict([0.4, 0.5, 0.6], [0.2, 0.3, 0.4], higher=True)[0] == "cannot be judged"
+    assert diff_verdict([0.4, 0.5, 0.6], [0.2, 0.3, 0.4], higher=True)[0] == "cannot be judged"
     # no spread on either side: the sign decides; equal values cannot be judged
-    assert _diff_verdict([0.2, 0.2], [0.0, 0.0], higher=True)[0] == "held"
-    assert _diff_verdict([0.0, 0.0], [0.0, 0.0], higher=True)[0] == "cannot be judged"
+    assert diff_verdict([0.2, 0.2], [0.0, 0.0], higher=True)[0] == "held"
+    assert diff_verdict([0.0, 0.0], [0.0, 0.0], higher=True)[0] == "cannot be judged"
 
 
 def test_paired_verdict_by_hand_where_welch_cannot_judge():
@@ -81,16 +81,16 @@ def test_paired_verdict_by_hand_where_welch_cannot_judge():
     # (closed form above), so the interval is 0.020 -/+ 0.00248 = [0.0175, 0.0225]: held. Welch's test treats the
     # seeds as independent, and the seed-to-seed spread of 0.1 swallows the 0.02.
     a, b = [0.50, 0.60, 0.70], [0.48, 0.579, 0.681]
-    verdict, why = _diff_verdict(a, b, higher=True, paired=True)
+    verdict, why = diff_verdict(a, b, higher=True, paired=True)
     assert verdict == "held"
     assert "difference +0.020, 95 % interval [+0.018, +0.022] (paired t-test by seed, df 2" in why
     assert "3 seeds with shared draws" in why
-    assert _diff_verdict(a, b, higher=False, paired=True)[0] == "did not hold"
-    assert _diff_verdict(a, b, higher=True)[0] == "cannot be judged"
+    assert diff_verdict(a, b, higher=False, paired=True)[0] == "did not hold"
+    assert diff_verdict(a, b, higher=True)[0] == "cannot be judged"
     # a seed whose figure was not logged drops out on both sides
-    assert "2 seeds with shared draws" in _diff_verdict([*a[:2], float("nan")], b, higher=True, paired=True)[1]
+    assert "2 seeds with shared draws" in diff_verdict([*a[:2], float("nan")], b, higher=True, paired=True)[1]
     with pytest.raises(ValueError, match="one value per seed"):
-        _diff_verdict(a, b[:2], higher=True, paired=True)
+        diff_verdict(a, b[:2], higher=True, paired=True)
 
 
 def test_claims_pair_runs_by_seed_only_when_every_run_drew_keyed():

@@ -225,11 +225,23 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     assert pair["low"] == pytest.approx(-0.07 / 3 - 4.302653 * 0.0088192, abs=1e-5)
     printed = capsys.readouterr().out
     assert "grpo_n       vs grpo      pass@max  -0.023 [-0.061, +0.015] p=0.12 (3 seeds; 004 Sec. 4)" in printed
-    # resumed with --keep: nothing scored again
+    # the claims in launch.compare's summary form, for launch.verdicts: GRPO against the warm start, then the pair
+    assert record["setup"] == {"scored": "the build's held-out prompts", "methods": ["grpo", "grpo_n"], "seeds": 3,
+                               "first_seed": 1, "seed_list": [1, 2, 3], "steps": 50, "passk_samples": 256}
+    boundary, versus = record["claims"]
+    assert boundary["claim"] == "grpo's large-k pass@256 ends below the initial model's"
+    assert boundary["values"]["initial model"] == {"1": 0.90, "2": 0.95, "3": 0.90}
+    assert boundary["verdict"] == "cannot be judged"  # t = 4 on df 2: p = 0.057
+    assert f"p = {1 - 4 / math.sqrt(18):.3g}" in boundary["evidence"]
+    assert versus["claim"] == "grpo_n keeps large-k pass@256 above grpo" and versus["source"] == "004 Sec. 4"
+    assert versus["values"]["difference by seed"] == pytest.approx({"1": -0.02, "2": -0.04, "3": -0.01})
+    assert versus["verdict"] == "cannot be judged" and "[-0.061, +0.015]" in versus["evidence"]
+    assert _check_kept_figures("scores.json", record) == 2
+    # resumed with --keep: nothing scored again, the same record, its command without --keep
     scored.clear()
     monkeypatch.setattr("sys.argv", [*argv, "--keep"])
     assert fresh.main() == 0 and scored == []
-    assert json.loads(out.read_text())["claim_pairs"] == record["claim_pairs"]
+    assert json.loads(out.read_text()) == record
     # a method with no finished run is named
     monkeypatch.setattr("sys.argv", [*argv[:-4], "--methods", "grpo,cw_grpo"])
     assert fresh.main() == 2
@@ -242,7 +254,7 @@ def test_committed_passk256_scores_give_the_tests_they_record():
     whole seeds of the four methods its command names."""
     import shlex
 
-    from benchmarks.lab_fresh_prompts import build_parser, summarise
+    from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "benchmarks", "lab_confirm_passk256.json")) as f:
@@ -253,9 +265,14 @@ def test_committed_passk256_scores_give_the_tests_they_record():
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
     assert all(s == seeds["grpo"] for s in seeds.values()) and sorted(record["warm_start"], key=int) == [
         str(s) for s in seeds["grpo"]]
-    table, pairs = summarise(record["runs"], {int(s): f for s, f in record["warm_start"].items()}, by_seed=True)
+    start = {int(s): f for s, f in record["warm_start"].items()}
+    table, pairs = summarise(record["runs"], start, by_seed=True)
     assert json.loads(json.dumps(table)) == record["by_method"]
     assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
+    # its claims, which the verdicts table reads, are what the same figures give
+    assert json.loads(json.dumps(claims(record["runs"], start, args.samples))) == record["claims"]
+    assert record["setup"]["seed_list"] == seeds["grpo"] and record["setup"]["methods"] == list(record["runs"])
+    assert _check_kept_figures("lab_confirm_passk256.json", record) == 4
 
 
 def _check_kept_figures(name: str, summary: dict) -> int:

@@ -25,6 +25,9 @@ def _summary(first_seed, seeds, claims, methods=("grpo", "grpo_n")):
 def test_seed_sets_and_labels():
     assert seed_set(_summary(5, 3, [])) == {5, 6, 7}
     assert seed_set(_summary(None, 2, [])) == {0, 1}  # written before --first-seed: seeds from 0
+    named = _summary(50, 3, [])
+    named["setup"]["seed_list"] = [50, 52, 57]  # a rescoring names its seeds, which need not be consecutive
+    assert seed_set(named) == {50, 52, 57}
     assert seed_label(frozenset({5, 6, 7})) == "5-7" and seed_label(frozenset({4})) == "4"
     assert seed_label(frozenset({1, 3})) == "1,3"
 

@@ -15,7 +15,7 @@ docs/lab.md, "Lanes"). Seed ``s`` sets the data order
 scoring draw each sample from a stream keyed by the seed, the step, the prompt and the sample
 (:mod:`rlvr_recipes.cpu_backend.sampling`), so a run of one seed replays (its answers do not depend on how requests
 were batched; sums over the batch may differ in the last digits), and the runs of two methods at one seed share their
-draws: the report then compares two methods seed by seed, by the paired t-test (:func:`_diff_verdict`; docs/lab.md,
+draws: the report then compares two methods seed by seed, by the paired t-test (:func:`diff_verdict`; docs/lab.md,
 "Shared draws"). Runs made before the keyed draws (no ``keyed_draws`` in their ``done.json``) are independent
 samples and are compared by Welch's test. A run that finished (its
 ``done.json`` exists) is not repeated, so an interrupted comparison resumes where it stopped (Ctrl-C or SIGTERM ends it
@@ -720,7 +720,7 @@ def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict
 
 def paired_by_seed(runs: dict[str, list[dict[str, Any]]]) -> bool:
     """Whether every run drew from keyed streams, so that runs of one seed share their draws and two methods are
-    compared seed by seed (:func:`_diff_verdict`). Runs made before the keyed draws (no ``keyed_draws`` in their
+    compared seed by seed (:func:`diff_verdict`). Runs made before the keyed draws (no ``keyed_draws`` in their
     ``done.json``) were drawn from one stream per batch, and are independent samples."""
     return bool(runs) and all(r.get("keyed_draws") for rs in runs.values() for r in rs)
 
@@ -776,7 +776,7 @@ def welch_test(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> d
     return {"d": d, "se": se, "df": df, **_t_interval(d, se, df, level)}
 
 
-def _diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: bool = False) -> tuple[str, str]:
+def diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: bool = False) -> tuple[str, str]:
     """Whether mean(a) beats mean(b) in the claimed direction: ``held`` when the whole 95 % interval of the difference
     lies on the claimed side of 0, ``did not hold`` when it lies on the other side, otherwise (or with a single seed)
     ``cannot be judged``.
@@ -840,10 +840,10 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         mine, theirs = by_seed(method, fn), by_seed(base, fn)
         values: dict[str, Any] = {method: mine, base: theirs}
         if not paired:
-            return _diff_verdict(list(mine.values()), list(theirs.values()), higher), values
+            return diff_verdict(list(mine.values()), list(theirs.values()), higher), values
         seeds = sorted(set(mine) & set(theirs), key=int)
         values["difference by seed"] = {s: mine[s] - theirs[s] for s in seeds}
-        return _diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True), values
+        return diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True), values
 
     mean_of = lambda key: (lambda r: float(np.mean(list(r["curves"][key].values()))) if r["curves"][key] else float("nan"))  # noqa: E731
     tail_of = lambda key: (lambda r: _tail_mean(r["curves"][key]))  # noqa: E731

@@ -3,7 +3,9 @@ comparison, and on how many disjoint seed sets it came out held or did not hold.
 
 One comparison's verdict is one test at the 5 % level; a verdict that comes out the same way on seed sets that share
 no seed is a replication, one that comes out once, or both ways, is not. This reads the ``summary.json`` that
-``launch.compare`` writes for each comparison (nothing is trained or scored) and prints a Markdown table:
+``launch.compare`` writes for each comparison, or a rescoring's JSON that holds the same ``setup`` and ``claims``
+(``benchmarks/lab_fresh_prompts.py --by-seed``: the runs scored again at a larger k), trains and scores nothing, and
+prints a Markdown table:
 
     python -m rlvr_recipes.launch.verdicts runs/lab/summary.json runs/lab_replication/summary.json
 
@@ -32,9 +34,11 @@ _P_VALUE = re.compile(r"\bp = ([0-9.]+(?:e[-+]?\d+)?)")
 
 
 def seed_set(summary: dict[str, Any]) -> frozenset[int]:
-    """The seeds of a comparison: ``first_seed`` .. ``first_seed + seeds - 1`` of its ``setup`` (a summary written
-    before ``--first-seed`` existed has none: its seeds start at 0)."""
+    """The seeds of a comparison: its ``setup``'s ``seed_list`` where it names them, else ``first_seed`` ..
+    ``first_seed + seeds - 1`` (a summary written before ``--first-seed`` existed has none: its seeds start at 0)."""
     setup = summary["setup"]
+    if "seed_list" in setup:
+        return frozenset(int(s) for s in setup["seed_list"])
     first = setup.get("first_seed") or 0
     return frozenset(range(first, first + int(setup["seeds"])))
 
@@ -156,7 +160,8 @@ def read_summaries(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("summaries", nargs="+", help="summary.json files written by launch.compare")
+    parser.add_argument("summaries", nargs="+",
+                        help="summary.json files written by launch.compare (or JSONs with the same setup and claims)")
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
     args = parser.parse_args(argv)
