@@ -24,6 +24,10 @@
 #                    baselines x 3 seeds (40-42) on the countdown task, two lanes (runs/lab_target; 109 min on 2 cores
 #                    when it ran); writes benchmarks/lab_target_summary.json, the report behind docs/lab.md's "The
 #                    2-hour comparison, run"; finished runs are kept, an interrupted one resumes
+#   make lab-passk256 the 50-57 runs of make lab-confirm for GRPO, GRPO-N, A-GRAE and CW-GRPO scored again to
+#                    pass@256, each on its own seed's draws, tested seed by seed (needs runs/lab_confirm; 105 min on 2
+#                    cores when it ran); writes benchmarks/lab_confirm_passk256.json, docs/lab.md's "pass@256 of the
+#                    50-57 runs"; LAB_PASSK256_KEEP=--keep resumes a stopped one (keeps the models the JSON holds)
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
@@ -50,7 +54,8 @@ VLLM_LOCK := requirements/cpu-vllm.lock
 UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
 	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-verdicts toy bench clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts toy bench \
+	clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -143,6 +148,15 @@ lab-target: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS) \
 		--jobs $(LAB_JOBS) --out runs/lab_target
 	cp runs/lab_target/summary.json benchmarks/lab_target_summary.json
+
+# the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
+# 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
+# committed runs, not of runs trained again here
+LAB_PASSK256_ARGS ?= --out runs/lab_confirm --held-out --samples 256 --by-seed --methods grpo,grpo_n,agrae,cw_grpo
+LAB_PASSK256_KEEP ?=
+lab-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_PASSK256_ARGS) --json benchmarks/lab_confirm_passk256.json \
+		$(LAB_PASSK256_KEEP)
 
 # the committed lab comparisons of 50 steps scored to pass@64, one summary per comparison, and the 50-57 runs scored
 # again to pass@256 (docs/lab.md "The verdicts at a glance" says which summaries are left out and why)

@@ -275,6 +275,26 @@ def test_committed_passk256_scores_give_the_tests_they_record():
     assert _check_kept_figures("lab_confirm_passk256.json", record) == 4
 
 
+def test_make_lab_passk256_is_the_command_of_its_committed_scores():
+    """`make lab-passk256` runs the command benchmarks/lab_confirm_passk256.json records, over the runs `make
+    lab-confirm` trains, and keeps no committed score unless asked (``LAB_PASSK256_KEEP=--keep``)."""
+    import re
+    import shlex
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "Makefile")) as f:
+        makefile = f.read()
+    with open(os.path.join(root, "benchmarks", "lab_confirm_passk256.json")) as f:
+        command = json.load(f)["command"]
+    args = re.search(r"^LAB_PASSK256_ARGS \?= (.+)$", makefile, re.M).group(1)
+    assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
+    recipe = re.search(r"^lab-passk256: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1).replace("\\\n", " ")
+    words = shlex.split(recipe.replace("$(PY)", "python").replace("$(LAB_PASSK256_ARGS)", args)
+                        .replace("$(LAB_PASSK256_KEEP)", ""))
+    assert words == shlex.split(command)
+    assert re.search(r"^lab-confirm:.*\n(?:\t.*\n)*\t.*--out runs/lab_confirm\n", makefile, re.M)
+
+
 def _check_kept_figures(name: str, summary: dict) -> int:
     """Each claim of ``summary`` that keeps its figures (launch.compare's ``values``) against its own verdict and
     evidence; returns how many claims were checked."""
