@@ -54,8 +54,8 @@ VLLM_LOCK := requirements/cpu-vllm.lock
 UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/wheels --no-emit-find-links \
 	--no-emit-package torch --no-header --quiet
 
-.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts toy bench \
-	clean
+.PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
+	toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
