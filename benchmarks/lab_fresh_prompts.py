@@ -148,12 +148,13 @@ def summarise(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[st
 
 
 def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, float]],
-           samples: int) -> list[dict[str, Any]]:
+           pairs: list[dict[str, Any]], samples: int) -> list[dict[str, Any]]:
     """The claims these scores test, each run on its own seed's draws, in ``launch.compare``'s summary form
     (``{"claim", "source", "verdict", "evidence", "values"}``, :func:`~rlvr_recipes.launch.compare.claims`), so that
     ``launch.verdicts`` sets them beside the comparisons' verdicts: GRPO's pass@``samples`` at the end below the warm
-    start's at its seed (001 Sec. 4.2, Fig. 2: GRPO narrows the boundary), then each pair of :data:`CLAIM_PAIRS`
-    whose methods were scored, both tested seed by seed (:func:`~rlvr_recipes.launch.compare.diff_verdict`, paired).
+    start's at its seed (001 Sec. 4.2, Fig. 2: GRPO narrows the boundary), then each claim's pair that
+    :func:`summarise` tested (``pairs``), both seed by seed (:func:`~rlvr_recipes.launch.compare.diff_verdict`,
+    paired).
 
     ``values`` holds each side's figure by seed (seeds as strings) and ``"difference by seed"``, the figures the
     verdict was taken on; a claim needs two seeds scored on both sides.
@@ -165,8 +166,8 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
         initial = {str(s): f["pass@max"] for s, f in start.items()}
         tests.append((f"grpo's large-k pass@{samples} ends below the initial model's", "001 Sec. 4.2, Fig. 2",
                       "grpo", by["grpo"]["pass@max"], "initial model", initial, False))
-    tests += [(f"{m} {wording[key]} {base}", source, m, by[m][key], base, by[base][key], True)
-              for m, base, key, source in CLAIM_PAIRS if m in by and base in by]
+    tests += [(f"{p['method']} {wording[p['figure']]} {p['baseline']}", p["source"], p["method"],
+               by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], True) for p in pairs]
     out = []
     for claim, source, name, mine, base, theirs, higher in tests:
         seeds = sorted(set(mine) & set(theirs), key=int)
@@ -296,7 +297,7 @@ def write_json(args: argparse.Namespace, start: dict[str, Any], results: dict[st
         record["setup"] = {"scored": problems_of(args), "methods": list(results), "seeds": len(seeds),
                            "first_seed": seeds[0] if seeds else 0, "seed_list": seeds,
                            "steps": steps[0] if len(steps) == 1 else steps, "passk_samples": args.samples}
-        record["claims"] = claims(results, {int(s): f for s, f in start.items()}, args.samples)
+        record["claims"] = claims(results, {int(s): f for s, f in start.items()}, pairs, args.samples)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=1)
 

@@ -270,7 +270,7 @@ def test_committed_passk256_scores_give_the_tests_they_record():
     assert json.loads(json.dumps(table)) == record["by_method"]
     assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
     # its claims, which the verdicts table reads, are what the same figures give
-    assert json.loads(json.dumps(claims(record["runs"], start, args.samples))) == record["claims"]
+    assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
     assert record["setup"]["seed_list"] == seeds["grpo"] and record["setup"]["methods"] == list(record["runs"])
     assert _check_kept_figures("lab_confirm_passk256.json", record) == 4
 
