@@ -31,6 +31,10 @@
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
+#   make lab-replay  one seed of a committed comparison trained again and compared with its summary, run by run
+#                    (launch.replay; default: seed 80 of benchmarks/lab_cw_grpo_80_summary.json, GRPO and CW-GRPO;
+#                    LAB_REPLAY_SUMMARY=... LAB_REPLAY_SEED=... for another; runs/replay_SEED); exit 1 if a figure
+#                    differs
 #   make toy         every method on the toy bandit and the prompt-population simulator (runs/toy)
 #   make bench       benchmarks against verl's own functions
 
@@ -55,7 +59,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	toy bench clean
+	lab-replay toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -167,6 +171,13 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_confirm_passk256.json
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --publish docs/lab.md
+
+# a committed comparison's seed trained again with its recorded command's settings, then its figures compared run by
+# run with the committed summary's (docs/lab.md "A seed trained again from an empty folder")
+LAB_REPLAY_SUMMARY ?= benchmarks/lab_cw_grpo_80_summary.json
+LAB_REPLAY_SEED ?= 80
+lab-replay: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.replay $(LAB_REPLAY_SUMMARY) --train $(LAB_REPLAY_SEED)
 
 toy: $(STAMP)
 	$(PY) -W ignore -m rlvr_recipes.toy.report --out runs/toy

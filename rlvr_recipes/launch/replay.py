@@ -1,0 +1,243 @@
+"""Whether runs trained again reproduce a committed comparison: each figure that both summaries hold for a run
+(a method at a seed), compared run by run.
+
+Since the rollout's draws are keyed (docs/lab.md, "Shared draws"), a seed of the CPU lab is a replay: the same command
+samples the same answers at every step, and its figures agree up to the order in which float sums are taken. So a
+comparison's committed summary can be checked from an empty folder at the cost of one seed: train that seed again with
+the committed command's settings, then compare the two summaries. This trains and scores nothing:
+
+    python -m rlvr_recipes.launch.replay benchmarks/lab_cw_grpo_80_summary.json --train 80
+
+trains seed 80 of the committed command again (``launch.compare`` with the command's settings, ``--seeds 1
+--first-seed 80 --out runs/replay_80``; ``--methods`` picks some of its methods), then compares. Runs already trained
+are compared without ``--train``:
+
+    python -m rlvr_recipes.launch.replay benchmarks/lab_cw_grpo_80_summary.json runs/replay_80/summary.json
+
+The figures by run are those a summary keeps keyed by seed: each claim's values (ACR at each group size, early ACR,
+final held-out accuracy, entropy's std over steps, ...) and each method's change of held-out pass@1 and pass@k from
+the start. A run is compared where both summaries hold it; the settings that change what a run computes (task, steps,
+pass@k samples, overrides) must agree, and both comparisons must have drawn keyed (``paired_by_seed``), since runs
+drawn before that were not replays. Exit code 0: every figure within ``--tolerance``; 1: some differ (the table names
+the largest difference of each figure and its run); 2: the summaries cannot be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+from typing import Any, Optional, Sequence
+
+from rlvr_recipes.launch.compare import main as compare_main
+from rlvr_recipes.launch.verdicts import seed_label, seed_set
+
+#: a setup's keys that change what a run computes: two summaries that differ in one are not replays of each other
+SETTINGS = ("task", "steps", "passk_samples", "overrides")
+#: the default tolerance: a replay's figures differ by the order of float sums (entropy within 6.1e-7 over 50 steps,
+#: docs/lab.md "Shared draws"); accuracies and pass@k are counts over 200 prompts, so a changed answer moves one by
+#: 0.005 or more
+TOLERANCE = 1e-4
+
+Run = tuple[str, str]  # (method, seed)
+
+
+def run_figures(summary: dict[str, Any]) -> dict[str, dict[Run, float]]:
+    """The figures a ``launch.compare`` summary keeps for each run: ``{figure: {(method, seed): value}}``.
+
+    A claim's values are ``{method: {seed: value}}``, or ``{figure: {method: {seed: value}}}`` for a claim on several
+    figures; they are named ``"<claim>"`` and ``"<claim> / <figure>"`` (``"difference by seed"``, one run's figure
+    minus another's, is left out). ``change_from_start``'s ``by_seed`` lists (``"pass@k change from start"``) are
+    keyed by the setup's seeds in order, and only where the list has one entry a seed and no run is missing (the list
+    skips a run whose figure is not finite, so it cannot be keyed otherwise).
+    """
+    methods = set(summary.get("setup", {}).get("methods") or [])
+    figures: dict[str, dict[Run, float]] = {}
+
+    def add(name: str, method: str, by_seed: dict[str, Any]) -> None:
+        for seed, value in by_seed.items():
+            if isinstance(value, (int, float)):
+                figures.setdefault(name, {})[(method, str(seed))] = float(value)
+
+    for claim in summary.get("claims") or []:
+        for key, value in (claim.get("values") or {}).items():
+            if not isinstance(value, dict):
+                continue
+            if key in methods:
+                add(claim["claim"], key, value)
+            else:
+                for method, by_seed in value.items():
+                    if method in methods and isinstance(by_seed, dict):
+                        add(f"{claim['claim']} / {key}", method, by_seed)
+    setup = summary.get("setup", {})
+    if "seeds" in setup and not setup.get("missing_runs"):
+        seeds = [str(s) for s in sorted(seed_set(summary))]
+        for method, changes in (summary.get("change_from_start") or {}).items():
+            for k, change in changes.items():
+                by_seed = change.get("by_seed") or []
+                if len(by_seed) == len(seeds):
+                    add(f"{k} change from start", method, dict(zip(seeds, by_seed)))
+    return figures
+
+
+def setting_differences(committed: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The :data:`SETTINGS` in which two summaries' setups differ, each as ``"key: committed -> new"``."""
+    a, b = committed.get("setup", {}), new.get("setup", {})
+    return [f"{key}: {a.get(key)!r} -> {b.get(key)!r}" for key in SETTINGS if a.get(key) != b.get(key)]
+
+
+def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """Each figure of the runs both summaries hold, committed against new.
+
+    Returns ``{"runs": [(method, seed)] compared, "rows": [{"figure", "compared", "equal", "within", "largest",
+    "at"}], "reproduced": bool}``: per figure, how many runs were compared, how many are equal to the last digit, how
+    many lie within ``tolerance``, the largest absolute difference and the run it is at (``None`` where all are
+    equal). A figure that is not finite on one side and finite on the other counts as a difference of ``inf``; NaN on
+    both sides as equal.
+
+    Raises:
+        ValueError: the setups differ in a setting that changes the runs, a summary did not draw keyed, or the two hold
+            no run in common; the message names it.
+    """
+    differ = setting_differences(committed, new)
+    if differ:
+        raise ValueError("the comparisons were made with other settings, so they are not replays: " + "; ".join(differ))
+    for name, summary in (("committed", committed), ("new", new)):
+        if not summary.get("paired_by_seed"):
+            raise ValueError(f"the {name} summary's runs did not all draw keyed (paired_by_seed is not true): a seed "
+                             "was not a replay then, so its figures are not expected to come again")
+    mine, theirs = run_figures(committed), run_figures(new)
+    rows, runs = [], set()
+    for figure, by_run in mine.items():
+        common = sorted(set(by_run) & set(theirs.get(figure, {})), key=lambda r: (r[0], int(r[1])))
+        if not common:
+            continue
+        runs.update(common)
+        gaps = [(_gap(by_run[r], theirs[figure][r]), r) for r in common]
+        largest, at = max(gaps, key=lambda g: g[0])
+        rows.append({"figure": figure, "compared": len(common), "equal": sum(g == 0.0 for g, _ in gaps),
+                     "within": sum(g <= tolerance for g, _ in gaps), "largest": largest,
+                     "at": list(at) if largest > 0 else None})
+    if not rows:
+        raise ValueError("the two summaries hold no run (method and seed) in common: nothing to compare")
+    return {"runs": [list(r) for r in sorted(runs, key=lambda r: (r[0], int(r[1])))], "rows": rows,
+            "tolerance": tolerance, "reproduced": all(row["within"] == row["compared"] for row in rows)}
+
+
+def replay_argv(summary: dict[str, Any], seed: int, out: str, methods: Optional[str] = None) -> list[str]:
+    """``launch.compare``'s arguments that train ``seed`` again as the summary's recorded command trained its seeds:
+    the command's own arguments with ``--seeds 1 --first-seed SEED --out OUT`` (and ``--methods`` where given), and
+    without ``--report-only`` and ``--publish``, which write reports rather than runs.
+
+    Raises:
+        ValueError: the summary records no ``launch.compare`` command, ``seed`` is not one of its seeds, or a method
+            of ``methods`` is not one of its methods; the message names it.
+    """
+    setup = summary.get("setup", {})
+    words = shlex.split(setup.get("command", ""))
+    prefix = ["python", "-m", "rlvr_recipes.launch.compare"]
+    if words[:3] != prefix:
+        raise ValueError(f"the summary's setup.command is not a launch.compare command: {setup.get('command')!r}")
+    if seed not in seed_set(summary):
+        raise ValueError(f"seed {seed} is not one of the comparison's seeds ({seed_label(seed_set(summary))})")
+    if methods is not None:
+        unknown = [m for m in methods.split(",") if m not in setup.get("methods", [])]
+        if unknown:
+            raise ValueError(f"--methods {','.join(unknown)}: not among the comparison's methods "
+                             f"({','.join(setup.get('methods', []))})")
+    replaced = {"--seeds": "1", "--first-seed": str(seed), "--out": out, "--publish": None}
+    if methods is not None:
+        replaced["--methods"] = methods
+    argv, rest = [], iter(words[3:])
+    for word in rest:
+        name = word.split("=", 1)[0]
+        if name in replaced:
+            if "=" not in word:
+                next(rest, None)
+        elif word != "--report-only":
+            argv.append(word)
+    for name, value in replaced.items():
+        if value is not None:
+            argv += [name, value]
+    return argv
+
+
+def _gap(a: float, b: float) -> float:
+    """``|a - b|``; 0 for NaN on both sides, ``inf`` for NaN on one."""
+    if math.isnan(a) or math.isnan(b):
+        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
+    return abs(a - b)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The comparison as a Markdown table, one row a figure, and a closing line with the verdict."""
+    lines = ["| figure | runs | equal | within tolerance | largest difference | at |", "|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        at = f"{row['at'][0]} seed {row['at'][1]}" if row["at"] else ""
+        lines.append(f"| {row['figure']} | {row['compared']} | {row['equal']} | {row['within']} | "
+                     f"{row['largest']:.3g} | {at} |")
+    by_method: dict[str, set[int]] = {}
+    for method, seed in result["runs"]:
+        by_method.setdefault(method, set()).add(int(seed))
+    runs = ", ".join(f"{m} seed{'s' if len(s) > 1 else ''} {seed_label(frozenset(s))}" for m, s in by_method.items())
+    n = sum(row["compared"] for row in result["rows"])
+    bad = n - sum(row["within"] for row in result["rows"])
+    verdict = ("reproduced: every figure within" if result["reproduced"] else f"NOT reproduced: {bad} of {n} figures "
+               "differ by more than")
+    lines += ["", f"Runs compared: {runs}. {n} figures; {verdict} {result['tolerance']:g}."]
+    return "\n".join(lines) + "\n"
+
+
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("committed", help="the committed summary (benchmarks/lab_*_summary.json)")
+    parser.add_argument("new", nargs="?", default=None,
+                        help="the summary.json of the runs trained again (launch.compare --out DIR); with --train, "
+                             "OUT/summary.json")
+    parser.add_argument("--train", metavar="SEED", type=int, default=None,
+                        help="first train this seed again with the committed command's settings")
+    parser.add_argument("--methods", default=None,
+                        help="with --train: some of the comparison's methods (comma-separated)")
+    parser.add_argument("--out", default=None, help="with --train: the runs' folder (default runs/replay_SEED)")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE,
+                        help=f"largest absolute difference a figure may show (default {TOLERANCE:g})")
+    parser.add_argument("--json", metavar="OUT", default=None, help="also write the comparison to OUT")
+    args = parser.parse_args(argv)
+    if (args.train is None) == (args.new is None):
+        parser.error("give either the new summary or --train SEED")
+    try:
+        committed = _read(args.committed)
+        new = args.new
+        if args.train is not None:
+            out = args.out or os.path.join("runs", f"replay_{args.train}")
+            argv = replay_argv(committed, args.train, out, args.methods)
+            print("[replay] python -m rlvr_recipes.launch.compare " + shlex.join(argv), flush=True)
+            code = compare_main(argv)
+            if code:
+                return code
+            new = os.path.join(out, "summary.json")
+        result = compare_runs(committed, _read(new), args.tolerance)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(markdown(result), end="")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"committed": args.committed, "new": new, **result}, f, indent=1)
+            f.write("\n")
+    return 0 if result["reproduced"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

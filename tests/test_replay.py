@@ -1,0 +1,159 @@
+"""launch.replay: a committed comparison's runs against the same runs trained again, figure by figure, worked by hand."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+
+import pytest
+
+from rlvr_recipes.launch.replay import TOLERANCE, compare_runs, main, replay_argv, run_figures
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMMAND = ("python -m rlvr_recipes.launch.compare --task countdown --methods grpo,cw_grpo --seeds 2 --first-seed 80 "
+           "--steps 50 --passk-samples 64 --jobs 2 --out runs/lab_x")
+
+
+def _summary(acc=(0.645, 0.66, 0.675, 0.66), command=COMMAND, keyed=True):
+    """Two methods x seeds 80-81, in launch.compare's summary form; ``acc``: final accuracy of grpo 80, grpo 81,
+    cw_grpo 80, cw_grpo 81."""
+    grpo, cw = {"80": acc[0], "81": acc[1]}, {"80": acc[2], "81": acc[3]}
+    return {
+        "setup": {"task": "countdown", "methods": ["grpo", "cw_grpo"], "seeds": 2, "first_seed": 80, "steps": 50,
+                  "passk_samples": 64, "overrides": ["data.max_response_length=32"], "command": command,
+                  "missing_runs": []},
+        "paired_by_seed": keyed,
+        "claims": [
+            {"claim": "early ACR", "values": {"early ACR": {"grpo": {"80": 0.4, "81": 0.41},
+                                                            "cw_grpo": {"80": 0.33, "81": 0.39}},
+                                              "final held-out accuracy": {"grpo": grpo, "cw_grpo": cw}}},
+            {"claim": "CW-GRPO keeps entropy", "values": {
+                "cw_grpo": {"80": 0.0276, "81": 0.0203}, "grpo": {"80": 0.0308, "81": 0.0230},
+                "difference by seed": {"80": -0.0032, "81": -0.0027}}},
+        ],
+        "change_from_start": {"grpo": {"pass@1": {"by_seed": [0.16, 0.18]}, "pass@64": {"by_seed": [-0.04, -0.075]}},
+                              "cw_grpo": {"pass@1": {"by_seed": [0.12, 0.13]}, "pass@64": {"by_seed": [0.0, -0.01]}}},
+    }
+
+
+def test_figures_by_run_leave_out_the_differences_and_key_changes_by_seed():
+    figures = run_figures(_summary())
+    assert sorted(figures) == ["CW-GRPO keeps entropy", "early ACR / early ACR", "early ACR / final held-out accuracy",
+                               "pass@1 change from start", "pass@64 change from start"]
+    assert figures["CW-GRPO keeps entropy"] == {("cw_grpo", "80"): 0.0276, ("cw_grpo", "81"): 0.0203,
+                                                ("grpo", "80"): 0.0308, ("grpo", "81"): 0.0230}
+    assert figures["early ACR / final held-out accuracy"][("cw_grpo", "81")] == 0.66
+    # the by_seed lists are in seed order: the second entry is seed 81's
+    assert figures["pass@64 change from start"] == {("grpo", "80"): -0.04, ("grpo", "81"): -0.075,
+                                                    ("cw_grpo", "80"): 0.0, ("cw_grpo", "81"): -0.01}
+    # a list that skipped a run (a figure that was not finite) or a missing run cannot be keyed: left out
+    short = _summary()
+    short["change_from_start"]["grpo"]["pass@1"]["by_seed"] = [0.18]
+    assert ("grpo", "80") not in run_figures(short)["pass@1 change from start"]
+    missing = _summary()
+    missing["setup"]["missing_runs"] = ["cw_grpo seed 81"]
+    assert "pass@1 change from start" not in run_figures(missing)
+
+
+def test_the_same_runs_reproduce_and_a_changed_answer_is_found_at_its_run():
+    same = compare_runs(_summary(), _summary())
+    assert same["reproduced"] and len(same["rows"]) == 5 and same["runs"] == [
+        ["cw_grpo", "80"], ["cw_grpo", "81"], ["grpo", "80"], ["grpo", "81"]]
+    assert all(r["equal"] == r["within"] == r["compared"] == 4 and r["largest"] == 0 and r["at"] is None
+               for r in same["rows"])
+    # one more prompt answered at cw_grpo seed 81: accuracy up by 1/200
+    moved = compare_runs(_summary(), _summary(acc=(0.645, 0.66, 0.675, 0.665)))
+    row = next(r for r in moved["rows"] if r["figure"] == "early ACR / final held-out accuracy")
+    assert not moved["reproduced"] and row["equal"] == row["within"] == 3
+    assert row["largest"] == pytest.approx(0.005) and row["at"] == ["cw_grpo", "81"]
+    # a float-sum difference within the tolerance is reproduced, but not equal
+    summed = _summary()
+    summed["claims"][1]["values"]["grpo"]["80"] += 6.1e-7
+    near = next(r for r in compare_runs(_summary(), summed)["rows"] if r["figure"] == "CW-GRPO keeps entropy")
+    assert near["equal"] == 3 and near["within"] == 4 and near["largest"] == pytest.approx(6.1e-7)
+    assert not compare_runs(_summary(), summed, tolerance=1e-7)["reproduced"]
+
+
+def test_a_subset_of_runs_and_non_finite_figures():
+    one = _summary()  # trained again: grpo at seed 81 only
+    one["setup"].update(methods=["grpo"], seeds=1, first_seed=81)
+    one["claims"] = [{"claim": "early ACR", "values": {"final held-out accuracy": {"grpo": {"81": 0.66}}}}]
+    one["change_from_start"] = {"grpo": {"pass@1": {"by_seed": [0.18]}}}
+    result = compare_runs(_summary(), one)
+    assert result["runs"] == [["grpo", "81"]] and result["reproduced"]
+    assert [r["figure"] for r in result["rows"]] == ["early ACR / final held-out accuracy", "pass@1 change from start"]
+    nan_one = _summary()
+    nan_one["claims"][1]["values"]["grpo"]["81"] = math.nan
+    assert compare_runs(nan_one, copy.deepcopy(nan_one))["reproduced"]  # NaN on both sides: equal
+    row = next(r for r in compare_runs(_summary(), nan_one)["rows"] if r["figure"] == "CW-GRPO keeps entropy")
+    assert row["largest"] == math.inf and row["at"] == ["grpo", "81"]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda s: s["setup"].update(steps=20), "steps: 50 -> 20"),
+    (lambda s: s["setup"].update(overrides=[]), "overrides"),
+    (lambda s: s.update(paired_by_seed=False), "new summary's runs did not all draw keyed"),
+    (lambda s: (s["setup"].update(first_seed=90), s.update(claims=[])), "no run (method and seed) in common"),
+])
+def test_summaries_that_cannot_be_compared_are_refused_naming_why(change, words):
+    other = _summary()
+    change(other)
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        compare_runs(_summary(), other)
+
+
+def test_the_replay_command_is_the_recorded_one_at_one_seed():
+    assert replay_argv(_summary(), 81, "runs/replay_81") == [
+        "--task", "countdown", "--methods", "grpo,cw_grpo", "--steps", "50", "--passk-samples", "64", "--jobs", "2",
+        "--seeds", "1", "--first-seed", "81", "--out", "runs/replay_81"]
+    # a report-only command trains again what it reported; --publish and = forms are dropped or replaced
+    report = COMMAND.replace("--out runs/lab_x", "--out=runs/lab_x --report-only --publish docs/lab.md")
+    argv = replay_argv(_summary(command=report), 80, "o", methods="cw_grpo")
+    assert argv == ["--task", "countdown", "--steps", "50", "--passk-samples", "64", "--jobs", "2", "--seeds", "1",
+                    "--first-seed", "80", "--out", "o", "--methods", "cw_grpo"]
+    with pytest.raises(ValueError, match="seed 79 is not one of the comparison's seeds \\(80-81\\)"):
+        replay_argv(_summary(), 79, "o")
+    with pytest.raises(ValueError, match="--methods dapo: not among"):
+        replay_argv(_summary(), 80, "o", methods="grpo,dapo")
+    with pytest.raises(ValueError, match="not a launch.compare command"):
+        replay_argv(_summary(command="python benchmarks/lab_fresh_prompts.py --by-seed"), 80, "o")
+
+
+def test_main_exit_codes_and_table(tmp_path, capsys):
+    paths = {}
+    for name, summary in (("a", _summary()), ("b", _summary(acc=(0.645, 0.66, 0.675, 0.665))),
+                          ("c", _summary(keyed=False))):
+        paths[name] = str(tmp_path / f"{name}.json")
+        with open(paths[name], "w") as f:
+            json.dump(summary, f)
+    assert main([paths["a"], paths["a"], "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Runs compared: cw_grpo seeds 80-81, grpo seeds 80-81. 20 figures; reproduced: every figure within" in out
+    assert json.load(open(tmp_path / "r.json"))["reproduced"] is True
+    assert main([paths["a"], paths["b"]]) == 1
+    out = capsys.readouterr().out
+    assert "| early ACR / final held-out accuracy | 4 | 3 | 3 | 0.005 | cw_grpo seed 81 |" in out
+    assert f"NOT reproduced: 1 of 20 figures differ by more than {TOLERANCE:g}" in out
+    assert main([paths["a"], paths["c"]]) == 2
+    assert "did not all draw keyed" in capsys.readouterr().err
+    assert main([paths["a"], str(tmp_path / "none.json")]) == 2
+    assert "none.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([paths["a"]])  # neither a new summary nor --train
+
+
+def test_committed_comparisons_of_the_same_seeds_replay_each_other():
+    """The lanes measurements (docs/lab.md, "Lanes") trained GRPO and CW-GRPO at seeds 10-11 again, in two lanes,
+    after the 4-seed paired comparison had trained them in one: their pass@k changes are the same runs'."""
+    def read(name):
+        with open(os.path.join(ROOT, "benchmarks", name)) as f:
+            return json.load(f)
+
+    paired = read("lab_paired_summary.json")
+    for lanes in ("lab_lanes_cuts_summary.json", "lab_lanes_scoring_summary.json",
+                  "lab_lanes_one_server_summary.json"):
+        result = compare_runs(paired, read(lanes))
+        assert result["reproduced"] and result["runs"] == [["cw_grpo", "10"], ["cw_grpo", "11"], ["grpo", "10"],
+                                                           ["grpo", "11"]], lanes
