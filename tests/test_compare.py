@@ -13,6 +13,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec, _change_table,
                                          _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
@@ -33,12 +35,38 @@ def _dump(path, step, groups):
 
 
 def test_acr_by_group_size_by_hand(tmp_path):
-    # A [1,1,0,0]: collapsed when cut to 2, not at 4; B [0,1,1,1]: never; C [1,1,1,1]: always
+    # over every g-subgroup: A [1,1,0,0] cut to 2 is collapsed in 2 of its C(4,2) = 6 pairs (1,1 and 0,0), at 4 never;
+    # B [0,1,1,1]: 3 of 6 pairs; C [1,1,1,1]: always -> step 1, G=2: (1/3 + 1/2 + 1) / 3, G=4: 1/3
     _dump(tmp_path / "1.jsonl", 1, {"A": [1, 1, 0, 0], "B": [0, 1, 1, 1], "C": [1, 1, 1, 1]})
-    # step 2: D [0,0,0,1]: collapsed at 2 only; E [0,0,0,0]: always -> G=2: 2/2, G=4: 1/2
+    # step 2: D [0,0,0,1]: 3 of 6 pairs, at 4 never; E [0,0,0,0]: always -> G=2: (1/2 + 1) / 2, G=4: 1/2
     _dump(tmp_path / "2.jsonl", 2, {"D": [0, 0, 0, 1], "E": [0, 0, 0, 0]})
     got = acr_by_group_size(str(tmp_path), (2, 4, 8))
-    assert got == pytest.approx({2: (2 / 3 + 1) / 2, 4: (1 / 3 + 1 / 2) / 2})  # no group has 8 responses
+    assert got == pytest.approx({2: ((1 / 3 + 1 / 2 + 1) / 3 + 3 / 4) / 2, 4: (1 / 3 + 1 / 2) / 2})  # none has 8
+    # groups of other sizes weigh one each: F [1,0] (1 pair, not collapsed) beside a 3-group G [1,1,0] (1 of 3 pairs)
+    _dump(tmp_path / "3.jsonl", 3, {"F": [1, 0], "G": [1, 1, 0]})
+    got = acr_by_group_size(str(tmp_path), (2, 3))
+    assert got[2] == pytest.approx(((1 / 3 + 1 / 2 + 1) / 3 + 3 / 4 + (0 + 1 / 3) / 2) / 3)
+    # cut to 3: A 0 of C(4,3) = 4, B 1 of 4, C always; D 1 of 4, E always; step 3: G (not collapsed) only
+    assert got[3] == pytest.approx(((0 + 1 / 4 + 1) / 3 + (1 / 4 + 1) / 2 + 0) / 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0, -0.25]), min_size=8, max_size=8), min_size=1, max_size=5),
+       st.randoms(use_true_random=False))
+def test_acr_by_group_size_is_the_same_in_any_order_the_responses_came_back(groups, rng):
+    """A replay samples each group's answers again, in another order (timing decides which comes back first): the
+    figure depends on each group's answers alone."""
+    import tempfile
+
+    rows = {f"p{i}": g for i, g in enumerate(groups)}
+    shuffled = {k: rng.sample(v, len(v)) for k, v in rows.items()}
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        _dump(os.path.join(a, "1.jsonl"), 1, rows)
+        _dump(os.path.join(b, "1.jsonl"), 1, dict(reversed(list(shuffled.items()))))
+        first, again = acr_by_group_size(a, (2, 4, 8)), acr_by_group_size(b, (2, 4, 8))
+    assert first == pytest.approx(again, abs=1e-12)
+    # at the full group it is the ACR of the groups themselves
+    assert first[8] == pytest.approx(sum(len(set(g)) == 1 for g in groups) / len(groups))
 
 
 def test_passk_curve_by_hand():

@@ -1,4 +1,4 @@
-"""launch.replay: a committed comparison's runs against the same runs trained again, figure by figure, worked by hand."""
+"""launch.replay: a committed comparison's runs against the same runs trained again, figure by figure, by hand."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from rlvr_recipes.launch.compare import ACR_CUT, ACR_CUT_BEFORE, ACR_VS_G
 from rlvr_recipes.launch.replay import TOLERANCE, compare_runs, main, replay_argv, run_figures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -16,16 +17,18 @@ COMMAND = ("python -m rlvr_recipes.launch.compare --task countdown --methods grp
            "--steps 50 --passk-samples 64 --jobs 2 --out runs/lab_x")
 
 
-def _summary(acc=(0.645, 0.66, 0.675, 0.66), command=COMMAND, keyed=True):
+def _summary(acc=(0.645, 0.66, 0.675, 0.66), command=COMMAND, keyed=True, cut=ACR_CUT, acr2=0.82):
     """Two methods x seeds 80-81, in launch.compare's summary form; ``acc``: final accuracy of grpo 80, grpo 81,
-    cw_grpo 80, cw_grpo 81."""
+    cw_grpo 80, cw_grpo 81; ``acr2``: grpo 80's ACR cut to G = 2, made with ``cut``."""
     grpo, cw = {"80": acc[0], "81": acc[1]}, {"80": acc[2], "81": acc[3]}
     return {
         "setup": {"task": "countdown", "methods": ["grpo", "cw_grpo"], "seeds": 2, "first_seed": 80, "steps": 50,
                   "passk_samples": 64, "overrides": ["data.max_response_length=32"], "command": command,
-                  "missing_runs": []},
+                  "missing_runs": [], "acr_cut": cut},
         "paired_by_seed": keyed,
         "claims": [
+            {"claim": ACR_VS_G,
+             "values": {"G=2": {"grpo": {"80": acr2, "81": 0.83}, "cw_grpo": {"80": 0.8, "81": 0.78}}}},
             {"claim": "early ACR", "values": {"early ACR": {"grpo": {"80": 0.4, "81": 0.41},
                                                             "cw_grpo": {"80": 0.33, "81": 0.39}},
                                               "final held-out accuracy": {"grpo": grpo, "cw_grpo": cw}}},
@@ -40,7 +43,8 @@ def _summary(acc=(0.645, 0.66, 0.675, 0.66), command=COMMAND, keyed=True):
 
 def test_figures_by_run_leave_out_the_differences_and_key_changes_by_seed():
     figures = run_figures(_summary())
-    assert sorted(figures) == ["CW-GRPO keeps entropy", "early ACR / early ACR", "early ACR / final held-out accuracy",
+    assert sorted(figures) == ["ACR falls as the group size G grows / G=2", "CW-GRPO keeps entropy",
+                               "early ACR / early ACR", "early ACR / final held-out accuracy",
                                "pass@1 change from start", "pass@64 change from start"]
     assert figures["CW-GRPO keeps entropy"] == {("cw_grpo", "80"): 0.0276, ("cw_grpo", "81"): 0.0203,
                                                 ("grpo", "80"): 0.0308, ("grpo", "81"): 0.0230}
@@ -59,7 +63,7 @@ def test_figures_by_run_leave_out_the_differences_and_key_changes_by_seed():
 
 def test_the_same_runs_reproduce_and_a_changed_answer_is_found_at_its_run():
     same = compare_runs(_summary(), _summary())
-    assert same["reproduced"] and len(same["rows"]) == 5 and same["runs"] == [
+    assert same["reproduced"] and len(same["rows"]) == 6 and same["runs"] == [
         ["cw_grpo", "80"], ["cw_grpo", "81"], ["grpo", "80"], ["grpo", "81"]]
     assert all(r["equal"] == r["within"] == r["compared"] == 4 and r["largest"] == 0 and r["at"] is None
                for r in same["rows"])
@@ -70,10 +74,24 @@ def test_the_same_runs_reproduce_and_a_changed_answer_is_found_at_its_run():
     assert row["largest"] == pytest.approx(0.005) and row["at"] == ["cw_grpo", "81"]
     # a float-sum difference within the tolerance is reproduced, but not equal
     summed = _summary()
-    summed["claims"][1]["values"]["grpo"]["80"] += 6.1e-7
+    summed["claims"][2]["values"]["grpo"]["80"] += 6.1e-7
     near = next(r for r in compare_runs(_summary(), summed)["rows"] if r["figure"] == "CW-GRPO keeps entropy")
     assert near["equal"] == 3 and near["within"] == 4 and near["largest"] == pytest.approx(6.1e-7)
     assert not compare_runs(_summary(), summed, tolerance=1e-7)["reproduced"]
+
+
+def test_acr_at_a_cut_g_is_expected_again_only_where_both_cut_all_subgroups():
+    # both cut every subgroup: a change at grpo seed 80 is a difference
+    result = compare_runs(_summary(), _summary(acr2=0.80))
+    row = result["rows"][0]
+    assert row["figure"] == ACR_VS_G + " / G=2" and row["expected"] and row["at"] == ["grpo", "80"]
+    assert not result["reproduced"]
+    # committed with the first g responses to come back: shown, but not a replay figure
+    for committed, new in ((_summary(cut=ACR_CUT_BEFORE), _summary(acr2=0.80)),
+                           (_summary(cut=None), _summary(acr2=0.80))):  # a summary from before records no cut
+        result = compare_runs(committed, new)
+        assert not result["rows"][0]["expected"] and result["rows"][0]["within"] == 3 and result["reproduced"]
+        assert all(row["expected"] for row in result["rows"][1:])
 
 
 def test_a_subset_of_runs_and_non_finite_figures():
@@ -85,7 +103,7 @@ def test_a_subset_of_runs_and_non_finite_figures():
     assert result["runs"] == [["grpo", "81"]] and result["reproduced"]
     assert [r["figure"] for r in result["rows"]] == ["early ACR / final held-out accuracy", "pass@1 change from start"]
     nan_one = _summary()
-    nan_one["claims"][1]["values"]["grpo"]["81"] = math.nan
+    nan_one["claims"][2]["values"]["grpo"]["81"] = math.nan
     assert compare_runs(nan_one, copy.deepcopy(nan_one))["reproduced"]  # NaN on both sides: equal
     row = next(r for r in compare_runs(_summary(), nan_one)["rows"] if r["figure"] == "CW-GRPO keeps entropy")
     assert row["largest"] == math.inf and row["at"] == ["grpo", "81"]
@@ -130,12 +148,12 @@ def test_main_exit_codes_and_table(tmp_path, capsys):
             json.dump(summary, f)
     assert main([paths["a"], paths["a"], "--json", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
-    assert "Runs compared: cw_grpo seeds 80-81, grpo seeds 80-81. 20 figures; reproduced: every figure within" in out
+    assert "Runs compared: cw_grpo seeds 80-81, grpo seeds 80-81. 24 figures; reproduced: every figure within" in out
     assert json.load(open(tmp_path / "r.json"))["reproduced"] is True
     assert main([paths["a"], paths["b"]]) == 1
     out = capsys.readouterr().out
     assert "| early ACR / final held-out accuracy | 4 | 3 | 3 | 0.005 | cw_grpo seed 81 |" in out
-    assert f"NOT reproduced: 1 of 20 figures differ by more than {TOLERANCE:g}" in out
+    assert f"NOT reproduced: 1 of 24 figures differ by more than {TOLERANCE:g}" in out
     assert main([paths["a"], paths["c"]]) == 2
     assert "did not all draw keyed" in capsys.readouterr().err
     assert main([paths["a"], str(tmp_path / "none.json")]) == 2
@@ -157,3 +175,29 @@ def test_committed_comparisons_of_the_same_seeds_replay_each_other():
         result = compare_runs(paired, read(lanes))
         assert result["reproduced"] and result["runs"] == [["cw_grpo", "10"], ["cw_grpo", "11"], ["grpo", "10"],
                                                            ["grpo", "11"]], lanes
+
+
+def test_every_committed_comparison_can_be_trained_again_at_one_seed():
+    """`make lab-replay`'s default, and each committed summary whose runs drew keyed: its recorded command at its first
+    seed, with the same settings."""
+    import glob
+    import re
+
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = f.read()
+    default = re.search(r"^LAB_REPLAY_SUMMARY \?= (\S+)$", makefile, re.M).group(1)
+    seed = int(re.search(r"^LAB_REPLAY_SEED \?= (\d+)$", makefile, re.M).group(1))
+    keyed = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "benchmarks", "lab_*summary.json"))):
+        with open(path) as f:
+            summary = json.load(f)
+        if not summary.get("paired_by_seed"):
+            continue
+        keyed.append(os.path.relpath(path, ROOT))
+        setup = summary["setup"]
+        first = seed if keyed[-1] == default else setup["first_seed"]
+        argv = replay_argv(summary, first, "runs/r")
+        assert argv[argv.index("--steps") + 1] == str(setup["steps"]) and "--report-only" not in argv, path
+        assert argv[argv.index("--methods") + 1] == ",".join(setup["methods"]), path
+        assert argv[-6:] == ["--seeds", "1", "--first-seed", str(first), "--out", "runs/r"], path
+    assert default in keyed and len(keyed) >= 10

@@ -176,12 +176,19 @@ def passk_curve(counts: np.ndarray, samples: int) -> dict[int, float]:
 
 
 def acr_by_group_size(rollout_dir: str, sizes: Sequence[int]) -> dict[int, float]:
-    """Mean ACR over the steps of one run when each prompt's group is cut to its first ``g`` responses.
+    """Mean ACR over the steps of one run when each prompt's group is cut to ``g`` of its responses: at each step, the
+    ACR over every ``g``-response subgroup of every group (each group's subgroups weigh as much as one group), that
+    is, the expected ACR of a cut to ``g`` responses drawn at random.
 
     Every group of the run's dumps (``trainer.rollout_data_dir``) is subsampled, so the comparison across ``g`` is
-    on the same prompts and policies (000 Sec. 3.4.6 varies G across runs instead).
+    on the same prompts and policies (000 Sec. 3.4.6 varies G across runs instead). Taking all subgroups rather than
+    the first ``g`` responses makes the figure a function of each group's answers alone: the dump lists a group's
+    responses in the order they came back from the rollout, which timing decides, so one cut of the first ``g`` was a
+    random draw that a replay of the run did not repeat (docs/lab.md, "A seed trained again from an empty folder").
+    A group with fewer than ``g`` responses is left out at ``g``.
     """
     import glob
+    from itertools import combinations
 
     import torch
 
@@ -193,14 +200,32 @@ def acr_by_group_size(rollout_dir: str, sizes: Sequence[int]) -> dict[int, float
         _, prompts, scores = read_rollout_dump(path)
         for prompt, score in zip(prompts, scores):
             groups[prompt].append(score)
+        by_length: dict[int, list[list[float]]] = defaultdict(list)
+        for group in groups.values():
+            by_length[len(group)].append(group)
         for g in sizes:
-            kept = [s[:g] for s in groups.values() if len(s) >= g]
-            if not kept:
-                continue
-            scores = torch.tensor([x for s in kept for x in s])
-            index = np.repeat(np.arange(len(kept)), g)
-            per_size[g].append(advantage_collapse_rate(scores, index))
+            rates, weights = [], []
+            for n, same in by_length.items():
+                if n < g:
+                    continue
+                subsets = torch.tensor(list(combinations(range(n), g)))  # (C(n, g), g)
+                cut = torch.tensor(same, dtype=torch.float64)[:, subsets]  # (groups, C(n, g), g)
+                index = np.repeat(np.arange(cut.shape[0] * cut.shape[1]), g)
+                rates.append(advantage_collapse_rate(cut.reshape(-1), index))
+                weights.append(len(same))
+            if weights:
+                per_size[g].append(float(np.average(rates, weights=weights)))
     return {g: float(np.mean(v)) for g, v in sorted(per_size.items()) if v}
+
+
+#: how :func:`acr_by_group_size` cuts a group to ``g`` responses, as a run's ``done.json`` and a summary's ``setup``
+#: record it (``acr_cut``); runs made before it record nothing: their cut was the first ``g`` responses to come back
+ACR_CUT = "all subgroups"
+#: the claim on ACR at each cut, whose values are ``{"G=g": {method: {seed: ACR}}}``
+ACR_VS_G = "ACR falls as the group size G grows"
+#: the group sizes a run's ACR is cut to (a size above the run's group is left out)
+ACR_SIZES = (2, 4, 8, 16)
+ACR_CUT_BEFORE = "first g as they came back"
 
 
 # ---------------------------------------------------------------------------------------------------- runs
@@ -269,13 +294,23 @@ def collect(spec: RunSpec) -> dict[str, Any]:
 
 def load_run(spec: RunSpec) -> dict[str, Any]:
     """One finished run as the report reads it: its curves and step time (:func:`collect`) and what its ``done.json``
-    recorded (seconds, pass@k at the end, ACR by group size, whether its draws were keyed)."""
+    recorded (seconds, pass@k at the end, ACR by group size, whether its draws were keyed). A run kept from before
+    :data:`ACR_CUT` has its ACR by group size cut again from its rollout dumps where they are there."""
     with open(spec.done_path) as f:
         done = json.load(f)
+    acr_g, cut = {int(k): v for k, v in done["acr_by_group_size"].items()}, done.get("acr_cut", ACR_CUT_BEFORE)
+    rollouts = os.path.join(spec.out, "rollouts")
+    if cut != ACR_CUT and os.path.isdir(rollouts):  # a run kept from before: cut again from its dumps
+        acr_g, cut = acr_by_group_size(rollouts, ACR_SIZES), ACR_CUT
     return {**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
-            "keyed_draws": bool(done.get("keyed_draws")),
-            "passk_end": {int(k): v for k, v in done["passk_end"].items()},
-            "acr_by_group_size": {int(k): v for k, v in done["acr_by_group_size"].items()}}
+            "keyed_draws": bool(done.get("keyed_draws")), "acr_cut": cut,
+            "passk_end": {int(k): v for k, v in done["passk_end"].items()}, "acr_by_group_size": acr_g}
+
+
+def _one_acr_cut(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """The ``acr_cut`` of every run, or ``"mixed"`` where kept runs of an earlier cut sit beside new ones."""
+    cuts = {r.get("acr_cut", ACR_CUT_BEFORE) for rs in runs.values() for r in rs}
+    return cuts.pop() if len(cuts) == 1 else "mixed"
 
 
 def finished_runs(out: str) -> dict[str, list[RunSpec]]:
@@ -337,14 +372,14 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
     outcome: dict[str, Any] = {"code": 0, "seconds": round(time.monotonic() - t0, 1),
                                "settings": {**plan.settings, "method": spec.method, "seed": spec.seed},
                                # rollouts and pass@k scoring drew from keyed streams (cpu_backend/sampling.py)
-                               "keyed_draws": True}
+                               "keyed_draws": True, "acr_cut": ACR_CUT}
     os.replace(os.path.join(plan.metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
                os.path.join(spec.out, "metrics.jsonl"))
     reward_fn = load_extern_object(module_path=plan.reward_path, object_name=plan.reward_name)
     counts = sample_correct_counts(spec.final_model, plan.paths["test"], reward_fn, plan.passk_samples, plan.max_new,
                                    seed=spec.seed)
     outcome["passk_end"] = passk_curve(counts, plan.passk_samples)
-    outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), (2, 4, 8, 16))
+    outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), ACR_SIZES)
     with open(spec.done_path, "w") as f:
         json.dump(outcome, f, indent=1)
     return outcome
@@ -604,6 +639,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "command": this_command(),
                         "runs_s": round(sum(r["seconds"] for rs in runs.values() for r in rs), 1),
                         "missing_runs": [f"{spec.method} seed {spec.seed}" for spec in missing] if report_only else [],
+                        # how ACR at a smaller group size was cut (acr_by_group_size), where every run says the same
+                        "acr_cut": _one_acr_cut(runs),
                         # this command's training: how many runs, in how many lanes, in how much wall time
                         **record}
     if todo:
@@ -858,7 +895,7 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     means = [float(np.mean(by_g[g])) for g in sizes]
     if len(sizes) >= 2:
         falls = all(b < a for a, b in zip(means, means[1:]))
-        add("ACR falls as the group size G grows", "000 Sec. 3.4.6, Fig. 5",
+        add(ACR_VS_G, "000 Sec. 3.4.6, Fig. 5",
             ("held" if falls else "did not hold",
              ", ".join(f"G={g}: {m:.3f}" for g, m in zip(sizes, means)) + " (each run's groups cut to G)"),
             {f"G={g}": {m: by_seed(m, lambda r, g=g: r["acr_by_group_size"].get(g, float("nan"))) for m in runs}

@@ -32,6 +32,7 @@ import shlex
 import sys
 from typing import Any, Optional, Sequence
 
+from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G
 from rlvr_recipes.launch.compare import main as compare_main
 from rlvr_recipes.launch.verdicts import seed_label, seed_set
 
@@ -93,10 +94,12 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     """Each figure of the runs both summaries hold, committed against new.
 
     Returns ``{"runs": [(method, seed)] compared, "rows": [{"figure", "compared", "equal", "within", "largest",
-    "at"}], "reproduced": bool}``: per figure, how many runs were compared, how many are equal to the last digit, how
-    many lie within ``tolerance``, the largest absolute difference and the run it is at (``None`` where all are
-    equal). A figure that is not finite on one side and finite on the other counts as a difference of ``inf``; NaN on
-    both sides as equal.
+    "at", "expected"}], "tolerance", "reproduced": bool}``: per figure, how many runs were compared, how many are
+    equal to the last digit, how many lie within ``tolerance``, the largest absolute difference and the run it is at
+    (``None`` where all are equal), and whether a replay should give it again. A figure that is not finite on one side
+    and finite on the other counts as a difference of ``inf``; NaN on both sides as equal. ACR at a cut group size is
+    expected only where both summaries cut all subgroups (``setup.acr_cut``, :data:`compare.ACR_CUT`): before, the
+    cut took the first ``g`` responses to come back, which timing decides; ``reproduced`` leaves such rows out.
 
     Raises:
         ValueError: the setups differ in a setting that changes the runs, a summary did not draw keyed, or the two hold
@@ -110,6 +113,8 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
             raise ValueError(f"the {name} summary's runs did not all draw keyed (paired_by_seed is not true): a seed "
                              "was not a replay then, so its figures are not expected to come again")
     mine, theirs = run_figures(committed), run_figures(new)
+    # ACR at a smaller G was the first g responses to come back before ACR_CUT: timing chose them
+    same_cut = committed["setup"].get("acr_cut") == new["setup"].get("acr_cut") == ACR_CUT
     rows, runs = [], set()
     for figure, by_run in mine.items():
         common = sorted(set(by_run) & set(theirs.get(figure, {})), key=lambda r: (r[0], int(r[1])))
@@ -120,11 +125,13 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
         largest, at = max(gaps, key=lambda g: g[0])
         rows.append({"figure": figure, "compared": len(common), "equal": sum(g == 0.0 for g, _ in gaps),
                      "within": sum(g <= tolerance for g, _ in gaps), "largest": largest,
-                     "at": list(at) if largest > 0 else None})
+                     "at": list(at) if largest > 0 else None,
+                     "expected": same_cut or not figure.startswith(ACR_VS_G + " / ")})
     if not rows:
         raise ValueError("the two summaries hold no run (method and seed) in common: nothing to compare")
     return {"runs": [list(r) for r in sorted(runs, key=lambda r: (r[0], int(r[1])))], "rows": rows,
-            "tolerance": tolerance, "reproduced": all(row["within"] == row["compared"] for row in rows)}
+            "tolerance": tolerance,
+            "reproduced": all(row["within"] == row["compared"] for row in rows if row["expected"])}
 
 
 def replay_argv(summary: dict[str, Any], seed: int, out: str, methods: Optional[str] = None) -> list[str]:
@@ -177,14 +184,16 @@ def markdown(result: dict[str, Any]) -> str:
     lines = ["| figure | runs | equal | within tolerance | largest difference | at |", "|---|---|---|---|---|---|"]
     for row in result["rows"]:
         at = f"{row['at'][0]} seed {row['at'][1]}" if row["at"] else ""
-        lines.append(f"| {row['figure']} | {row['compared']} | {row['equal']} | {row['within']} | "
+        mark = "" if row["expected"] else " (not expected: cut to the first g responses to come back)"
+        lines.append(f"| {row['figure']}{mark} | {row['compared']} | {row['equal']} | {row['within']} | "
                      f"{row['largest']:.3g} | {at} |")
     by_method: dict[str, set[int]] = {}
     for method, seed in result["runs"]:
         by_method.setdefault(method, set()).add(int(seed))
     runs = ", ".join(f"{m} seed{'s' if len(s) > 1 else ''} {seed_label(frozenset(s))}" for m, s in by_method.items())
-    n = sum(row["compared"] for row in result["rows"])
-    bad = n - sum(row["within"] for row in result["rows"])
+    expected = [row for row in result["rows"] if row["expected"]]
+    n = sum(row["compared"] for row in expected)
+    bad = n - sum(row["within"] for row in expected)
     verdict = ("reproduced: every figure within" if result["reproduced"] else f"NOT reproduced: {bad} of {n} figures "
                "differ by more than")
     lines += ["", f"Runs compared: {runs}. {n} figures; {verdict} {result['tolerance']:g}."]
