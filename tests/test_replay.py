@@ -26,6 +26,7 @@ def _summary(acc=(0.645, 0.66, 0.675, 0.66), command=COMMAND, keyed=True, cut=AC
                   "passk_samples": 64, "overrides": ["data.max_response_length=32"], "command": command,
                   "missing_runs": [], "acr_cut": cut},
         "paired_by_seed": keyed,
+        "table": {"grpo": {"held-out acc, start": [0.52, 0.0]}, "cw_grpo": {"held-out acc, start": [0.52, 0.0]}},
         "claims": [
             {"claim": ACR_VS_G,
              "values": {"G=2": {"grpo": {"80": acr2, "81": 0.83}, "cw_grpo": {"80": 0.8, "81": 0.78}}}},
@@ -113,6 +114,8 @@ def test_a_subset_of_runs_and_non_finite_figures():
     (lambda s: s["setup"].update(steps=20), "steps: 50 -> 20"),
     (lambda s: s["setup"].update(overrides=[]), "overrides"),
     (lambda s: s.update(paired_by_seed=False), "new summary's runs did not all draw keyed"),
+    (lambda s: s["table"]["grpo"].update({"held-out acc, start": [0.555, 0.0]}),
+     "grpo's held-out greedy accuracy at the start: 0.520 committed, 0.555 new"),
     (lambda s: (s["setup"].update(first_seed=90), s.update(claims=[])), "no run (method and seed) in common"),
 ])
 def test_summaries_that_cannot_be_compared_are_refused_naming_why(change, words):

@@ -102,12 +102,22 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     cut took the first ``g`` responses to come back, which timing decides; ``reproduced`` leaves such rows out.
 
     Raises:
-        ValueError: the setups differ in a setting that changes the runs, a summary did not draw keyed, or the two hold
-            no run in common; the message names it.
+        ValueError: the setups differ in a setting that changes the runs, the runs start from warm starts of different
+            held-out greedy accuracy (another build of the task), a summary did not draw keyed, or the two hold no run
+            in common; the message names it.
     """
     differ = setting_differences(committed, new)
     if differ:
         raise ValueError("the comparisons were made with other settings, so they are not replays: " + "; ".join(differ))
+    start = {name: {m: row["held-out acc, start"][0] for m, row in (summary.get("table") or {}).items()
+                    if "held-out acc, start" in row} for name, summary in (("committed", committed), ("new", new))}
+    for method in sorted(set(start["committed"]) & set(start["new"])):
+        a, b = start["committed"][method], start["new"][method]
+        if _gap(a, b) > tolerance:
+            raise ValueError(f"the runs start from other warm starts ({method}'s held-out greedy accuracy at the start: "
+                             f"{a:.3f} committed, {b:.3f} new): the build of the task differs (floating-point "
+                             "reductions differ between CPUs and thread counts; docs/lab.md, \"pass@k up to k = 256\"), "
+                             "so no run can replay; compare on a build like the committed one")
     for name, summary in (("committed", committed), ("new", new)):
         if not summary.get("paired_by_seed"):
             raise ValueError(f"the {name} summary's runs did not all draw keyed (paired_by_seed is not true): a seed "
