@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_recipes.launch.compare import (PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec, _change_table,
-                                         _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
+from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec,
+                                         _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range, _stop_lanes,
                                          acr_by_group_size, check_kept_run, claims, diff_verdict, keep_training_record,
                                          main, paired_change, passk_change, passk_curve, publish_report, run_in_lanes,
                                          run_specs, series, training_record, welch_test, write_training_record)
@@ -175,6 +175,17 @@ def _run(entropy, eff, acr, passk, acr_g):
     return {"curves": {"actor/entropy": dict(enumerate(entropy)), "acr/effective_acr": dict(enumerate(eff)),
                        "acr/acr": dict(enumerate(acr)), "val": {0: 0.5, 3: 0.6}},
             "passk_end": {1: passk[0], 4: passk[1]}, "acr_by_group_size": acr_g}
+
+
+def test_the_early_acr_claim_keeps_its_name_with_too_few_runs():
+    """One claim, one name: a comparison of one seed (launch.replay's) names the claim as one of many seeds does, so its
+    figures by run are found under the same name."""
+    runs = {"grpo": [_run([1.0] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.7), {2: 0.6})]}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    assert out[EARLY_ACR]["verdict"] == "cannot be judged" and "fewer than 4 runs" in out[EARLY_ACR]["evidence"]
+    assert out[EARLY_ACR]["values"]["early ACR"] == {"grpo": {"0": 0.5}}
+    many = {"grpo": [_run([1.0] * 4, [0.5] * 4, [a] * 4, (0.5, 0.7), {2: 0.6}) for a in (0.2, 0.4, 0.5, 0.7)]}
+    assert EARLY_ACR in {c["claim"] for c in claims(many, {}, kmax=4)}
 
 
 def test_claims_read_the_runs():
