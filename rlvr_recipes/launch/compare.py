@@ -918,7 +918,8 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
         n = len(pairs)
         # two-sided test of r = 0 at 5 %; the claim is a negative correlation
         verdict = "cannot be judged" if p >= 0.05 else ("held" if r < 0 else "did not hold")
-        add(EARLY_ACR, "000 Sec. 3.4.2, Fig. 1", (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"),
+        add(EARLY_ACR, "000 Sec. 3.4.2, Fig. 1",
+            (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"),
             early_values)
     else:
         add(EARLY_ACR, "000 Sec. 3.4.2, Fig. 1", ("cannot be judged", "fewer than 4 runs or no spread"), early_values)

@@ -114,10 +114,10 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     for method in sorted(set(start["committed"]) & set(start["new"])):
         a, b = start["committed"][method], start["new"][method]
         if _gap(a, b) > tolerance:
-            raise ValueError(f"the runs start from other warm starts ({method}'s held-out greedy accuracy at the start: "
-                             f"{a:.3f} committed, {b:.3f} new): the build of the task differs (floating-point "
-                             "reductions differ between CPUs and thread counts; docs/lab.md, \"pass@k up to k = 256\"), "
-                             "so no run can replay; compare on a build like the committed one")
+            raise ValueError(f"the runs start from other warm starts ({method}'s held-out greedy accuracy at the "
+                             f"start: {a:.3f} committed, {b:.3f} new): the build of the task differs (floating-point "
+                             "reductions differ between CPUs and thread counts; docs/lab.md, \"pass@k up to k = "
+                             "256\"), so no run can replay; compare on a build like the committed one")
     for name, summary in (("committed", committed), ("new", new)):
         if not summary.get("paired_by_seed"):
             raise ValueError(f"the {name} summary's runs did not all draw keyed (paired_by_seed is not true): a seed "
