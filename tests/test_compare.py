@@ -188,6 +188,35 @@ def test_the_early_acr_claim_keeps_its_name_with_too_few_runs():
     assert EARLY_ACR in {c["claim"] for c in claims(many, {}, kmax=4)}
 
 
+def test_group_size_claims_compare_each_g_trained_at_its_own():
+    """000 Sec. 3.4.6, Fig. 5: GRPO at G = 8 against G = 4, and G = 4 against G = 2, on mean ACR during training and
+    final held-out accuracy, seed by seed."""
+    def run(acr, final, seed):
+        r = _run([1.0] * 4, [0.5] * 4, acr, (0.5, 0.7), {2: 0.6})
+        r["curves"]["val"] = {0: 0.5, 3: final}
+        r["seed"], r["keyed_draws"] = seed, True
+        return r
+
+    runs = {"grpo": [run([0.5, 0.3], 0.70, 0), run([0.4, 0.4], 0.72, 1), run([0.45, 0.35], 0.69, 2)],
+            "grpo_g4": [run([0.6, 0.6], 0.66, 0), run([0.7, 0.5], 0.71, 1), run([0.62, 0.58], 0.70, 2)],
+            "grpo_g2": [run([0.8, 0.8], 0.60, 0), run([0.82, 0.78], 0.61, 2), run([0.9, 0.7], 0.62, 1)]}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    lower = out["GRPO trained at G = 8 has lower ACR than at G = 4"]
+    # mean ACR by seed: G=8 0.4, 0.4, 0.4; G=4 0.6, 0.6, 0.6 -> every difference -0.2, the interval the point
+    assert lower["verdict"] == "held" and lower["values"]["difference by seed"] == pytest.approx(
+        {"0": -0.2, "1": -0.2, "2": -0.2})
+    assert out["GRPO trained at G = 4 has lower ACR than at G = 2"]["verdict"] == "held"
+    # final accuracy, G=8 minus G=4 by seed: +0.04, +0.01, -0.01 (mean +0.0133, sd 0.0252, t 0.92 on 2 df)
+    acc = out["GRPO trained at G = 8 ends with higher held-out accuracy than at G = 4"]
+    assert acc["verdict"] == "cannot be judged" and acc["source"] == "000 Sec. 3.4.6, Fig. 5"
+    # G=4 minus G=2 by seed (runs listed out of seed order are paired by seed): +0.06, +0.09, +0.09
+    assert out["GRPO trained at G = 4 ends with higher held-out accuracy than at G = 2"]["values"][
+        "difference by seed"] == pytest.approx({"0": 0.06, "1": 0.09, "2": 0.09})
+    assert not any("G = 8" in c and "G = 2" in c for c in out)  # adjacent sizes only
+    del runs["grpo_g4"]
+    assert not any(c.startswith("GRPO trained at G") for c in {c["claim"] for c in claims(runs, {}, kmax=4)})
+
+
 def test_claims_read_the_runs():
     runs = {
         "grpo": [_run([1.0, 0.8, 0.6, 0.4], [0.5] * 4, [0.5] * 4, (0.5, 0.7), {2: 0.6, 4: 0.4}),

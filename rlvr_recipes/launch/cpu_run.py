@@ -85,6 +85,9 @@ BASELINES: dict[str, list[str]] = {
     # 004 paper's batch to its mini-batch (1024 / 256, App. B.5), so later updates are off-policy and clipped
     "grpo_4mb": ["baseline=grpo", "actor_rollout_ref.actor.ppo_mini_batch_size=4"],
     "grpo_n_4mb": ["baseline=grpo", "algorithm.adv_estimator=grpo_n", "actor_rollout_ref.actor.ppo_mini_batch_size=4"],
+    # GRPO trained at group sizes 4 and 2 with all else as grpo's (G = 8): the ACR paper varies G so (000 Sec. 3.4.6)
+    "grpo_g4": ["baseline=grpo", "actor_rollout_ref.rollout.n=4"],
+    "grpo_g2": ["baseline=grpo", "actor_rollout_ref.rollout.n=2"],
 }
 #: Policy losses by name: this package's (AAPO's loss goes with its estimator) and verl's Clip-Cov.
 LOSSES: dict[str, list[str]] = {
