@@ -31,6 +31,9 @@
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
+#   make lab-group-size GRPO trained at G = 8, 4 and 2 x 5 seeds (90-94) on the countdown task, two lanes
+#                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
+#                    accuracy against the group size, each G trained at its own"
 #   make lab-replay  one seed of a committed comparison trained again and compared with its summary, run by run
 #                    (launch.replay; default: seed 80 of benchmarks/lab_cw_grpo_80_summary.json, GRPO and CW-GRPO;
 #                    LAB_REPLAY_SUMMARY=... LAB_REPLAY_SEED=... for another; runs/replay_SEED); exit 1 if a figure
@@ -59,7 +62,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay toy bench clean
+	lab-replay lab-group-size toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -152,6 +155,13 @@ lab-target: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS) \
 		--jobs $(LAB_JOBS) --out runs/lab_target
 	cp runs/lab_target/summary.json benchmarks/lab_target_summary.json
+
+# the runs behind docs/lab.md's "ACR and accuracy against the group size, each G trained at its own": 15 runs
+LAB_GROUP_SIZE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 5 --first-seed 90 --steps 50 --passk-samples 64
+lab-group-size: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_ARGS) --jobs $(LAB_JOBS) \
+		--out runs/lab_group_size
+	cp runs/lab_group_size/summary.json benchmarks/lab_group_size_summary.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
