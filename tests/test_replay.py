@@ -72,6 +72,8 @@ def test_the_same_runs_reproduce_and_a_changed_answer_is_found_at_its_run():
     moved = compare_runs(_summary(), _summary(acc=(0.645, 0.66, 0.675, 0.665)))
     row = next(r for r in moved["rows"] if r["figure"] == "early ACR / final held-out accuracy")
     assert not moved["reproduced"] and row["equal"] == row["within"] == 3
+    assert moved["differing_runs"] == {"cw_grpo seed 81": ["early ACR / final held-out accuracy"]}
+    assert same["differing_runs"] == {}
     assert row["largest"] == pytest.approx(0.005) and row["at"] == ["cw_grpo", "81"]
     # a float-sum difference within the tolerance is reproduced, but not equal
     summed = _summary()
@@ -157,6 +159,8 @@ def test_main_exit_codes_and_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| early ACR / final held-out accuracy | 4 | 3 | 3 | 0.005 | cw_grpo seed 81 |" in out
     assert f"NOT reproduced: 1 of 24 figures differ by more than {TOLERANCE:g}" in out
+    assert ("Runs that differ: cw_grpo seed 81 (1: early ACR / final held-out accuracy). The others reproduce every "
+            "figure.") in out
     assert main([paths["a"], paths["c"]]) == 2
     assert "did not all draw keyed" in capsys.readouterr().err
     assert main([paths["a"], str(tmp_path / "none.json")]) == 2

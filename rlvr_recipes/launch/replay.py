@@ -94,9 +94,10 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     """Each figure of the runs both summaries hold, committed against new.
 
     Returns ``{"runs": [(method, seed)] compared, "rows": [{"figure", "compared", "equal", "within", "largest",
-    "at", "expected"}], "tolerance", "reproduced": bool}``: per figure, how many runs were compared, how many are
-    equal to the last digit, how many lie within ``tolerance``, the largest absolute difference and the run it is at
-    (``None`` where all are equal), and whether a replay should give it again. A figure that is not finite on one side
+    "at", "expected"}], "tolerance", "differing_runs": {"<method> seed <s>": [figure]}, "reproduced": bool}``: the
+    runs off by more than ``tolerance`` in a figure expected again, with those figures; and per figure, how many runs
+    were compared, how many are equal to the last digit, how many lie within ``tolerance``, the largest absolute
+    difference and the run it is at (``None`` where all are equal), and whether a replay should give it again. A figure that is not finite on one side
     and finite on the other counts as a difference of ``inf``; NaN on both sides as equal. ACR at a cut group size is
     expected only where both summaries cut all subgroups (``setup.acr_cut``, :data:`compare.ACR_CUT`): before, the
     cut took the first ``g`` responses to come back, which timing decides; ``reproduced`` leaves such rows out.
@@ -126,22 +127,31 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     # ACR at a smaller G was the first g responses to come back before ACR_CUT: timing chose them
     same_cut = committed["setup"].get("acr_cut") == new["setup"].get("acr_cut") == ACR_CUT
     rows, runs = [], set()
+    differing: dict[Run, list[str]] = {}  # run -> the expected figures it is off in
     for figure, by_run in mine.items():
-        common = sorted(set(by_run) & set(theirs.get(figure, {})), key=lambda r: (r[0], int(r[1])))
+        common = sorted(set(by_run) & set(theirs.get(figure, {})), key=_run_order)
         if not common:
             continue
         runs.update(common)
         gaps = [(_gap(by_run[r], theirs[figure][r]), r) for r in common]
         largest, at = max(gaps, key=lambda g: g[0])
+        expected = same_cut or not figure.startswith(ACR_VS_G + " / ")
         rows.append({"figure": figure, "compared": len(common), "equal": sum(g == 0.0 for g, _ in gaps),
                      "within": sum(g <= tolerance for g, _ in gaps), "largest": largest,
-                     "at": list(at) if largest > 0 else None,
-                     "expected": same_cut or not figure.startswith(ACR_VS_G + " / ")})
+                     "at": list(at) if largest > 0 else None, "expected": expected})
+        for gap, run in gaps:
+            if expected and gap > tolerance:
+                differing.setdefault(run, []).append(figure)
     if not rows:
         raise ValueError("the two summaries hold no run (method and seed) in common: nothing to compare")
-    return {"runs": [list(r) for r in sorted(runs, key=lambda r: (r[0], int(r[1])))], "rows": rows,
-            "tolerance": tolerance,
-            "reproduced": all(row["within"] == row["compared"] for row in rows if row["expected"])}
+    return {"runs": [list(r) for r in sorted(runs, key=_run_order)], "rows": rows, "tolerance": tolerance,
+            "differing_runs": {f"{m} seed {s}": figures for (m, s), figures in sorted(differing.items(),
+                                                                                     key=lambda rf: _run_order(rf[0]))},
+            "reproduced": not differing}
+
+
+def _run_order(run: Run) -> tuple[str, int]:
+    return run[0], int(run[1])
 
 
 def replay_argv(summary: dict[str, Any], seed: int, out: str, methods: Optional[str] = None) -> list[str]:
@@ -207,6 +217,10 @@ def markdown(result: dict[str, Any]) -> str:
     verdict = ("reproduced: every figure within" if result["reproduced"] else f"NOT reproduced: {bad} of {n} figures "
                "differ by more than")
     lines += ["", f"Runs compared: {runs}. {n} figures; {verdict} {result['tolerance']:g}."]
+    if result["differing_runs"]:
+        off = "; ".join(f"{run} ({len(figures)}: {', '.join(figures)})"
+                        for run, figures in result["differing_runs"].items())
+        lines.append(f"Runs that differ: {off}. The others reproduce every figure.")
     return "\n".join(lines) + "\n"
 
 
