@@ -97,10 +97,11 @@ def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: floa
     "at", "expected"}], "tolerance", "differing_runs": {"<method> seed <s>": [figure]}, "reproduced": bool}``: the
     runs off by more than ``tolerance`` in a figure expected again, with those figures; and per figure, how many runs
     were compared, how many are equal to the last digit, how many lie within ``tolerance``, the largest absolute
-    difference and the run it is at (``None`` where all are equal), and whether a replay should give it again. A figure that is not finite on one side
-    and finite on the other counts as a difference of ``inf``; NaN on both sides as equal. ACR at a cut group size is
-    expected only where both summaries cut all subgroups (``setup.acr_cut``, :data:`compare.ACR_CUT`): before, the
-    cut took the first ``g`` responses to come back, which timing decides; ``reproduced`` leaves such rows out.
+    difference and the run it is at (``None`` where all are equal), and whether a replay should give it again. A
+    figure that is not finite on one side and finite on the other counts as a difference of ``inf``; NaN on both sides
+    as equal. ACR at a cut group size is expected only where both summaries cut all subgroups (``setup.acr_cut``,
+    :data:`compare.ACR_CUT`): before, the cut took the first ``g`` responses to come back, which timing decides;
+    ``reproduced`` leaves such rows out.
 
     Raises:
         ValueError: the setups differ in a setting that changes the runs, the runs start from warm starts of different
