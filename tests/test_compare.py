@@ -837,3 +837,17 @@ def test_a_run_left_without_done_json_is_trained_again_from_an_empty_folder(monk
     with pytest.raises(RuntimeError, match="grpo seed 55 failed: OSError: stop here"):
         train_and_score(spec, plan)
     assert seen == [("grpo", spec.out, False)]
+
+
+def test_the_recorded_command_is_the_one_main_was_given(monkeypatch):
+    """launch.replay calls main with arguments of its own: the summary records those, not the replay's command line."""
+    import rlvr_recipes.launch.compare as compare_module
+
+    seen = []
+    monkeypatch.setattr(compare_module, "compare", lambda *a, **k: seen.append(compare_module.this_command()))
+    monkeypatch.setattr(sys, "argv", ["replay.py", "benchmarks/x_summary.json", "--train", "50"])
+    assert main(["--methods", "grpo", "--seeds", "1", "--first-seed", "50", "--out", "runs/r"]) == 0
+    assert seen == ["python -m rlvr_recipes.launch.compare --methods grpo --seeds 1 --first-seed 50 --out runs/r"]
+    # outside main, the process's own command line
+    assert compare_module.this_command() == ("python -m rlvr_recipes.launch.compare benchmarks/x_summary.json "
+                                             "--train 50")

@@ -666,9 +666,15 @@ TRAINING_RECORD = ("command", "jobs", "trained_runs", "trained_wall_s", "interru
 TRAINING_FILE = "training.json"
 
 
+#: the arguments :func:`main` was given, while it runs: another module that calls it (``launch.replay --train``) runs
+#: a command line of its own, which is not this comparison's
+_MAIN_ARGV: Optional[list[str]] = None
+
+
 def this_command() -> str:
     """The command line of this comparison, as a user would type it again."""
-    return "python -m rlvr_recipes.launch.compare " + " ".join(sys.argv[1:])
+    argv = sys.argv[1:] if _MAIN_ARGV is None else _MAIN_ARGV
+    return "python -m rlvr_recipes.launch.compare " + " ".join(argv)
 
 
 def training_record(jobs: int, todo: Sequence[tuple[str, RunSpec]], wall_s: float,
@@ -1223,6 +1229,15 @@ def publish_report(out: str, doc: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    global _MAIN_ARGV
+    _MAIN_ARGV = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(_MAIN_ARGV)
+    finally:
+        _MAIN_ARGV = None
+
+
+def _main(argv: list[str]) -> int:
     from rlvr_recipes.launch.cpu_run import TINY_DIR_HELP
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -1242,7 +1257,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="train nothing: write the report from the runs finished so far")
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="copy the report into DOC between its report markers, figures to img/<out name>/ beside it")
-    argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     methods = [m for m in args.methods.split(",") if m]
