@@ -226,13 +226,13 @@ def acr_by_group_size(rollout_dir: str, sizes: Sequence[int]) -> dict[int, float
 #: how :func:`acr_by_group_size` cuts a group to ``g`` responses, as a run's ``done.json`` and a summary's ``setup``
 #: record it (``acr_cut``); runs made before it record nothing: their cut was the first ``g`` responses to come back
 ACR_CUT = "all subgroups"
+ACR_CUT_BEFORE = "first g as they came back"
+#: the group sizes a run's ACR is cut to (a size above the run's group is left out)
+ACR_SIZES = (2, 4, 8, 16)
 #: the claim on ACR at each cut, whose values are ``{"G=g": {method: {seed: ACR}}}``
 ACR_VS_G = "ACR falls as the group size G grows"
 #: the claim that early ACR predicts final accuracy, one name whatever the number of runs
 EARLY_ACR = "early ACR (first 20 % of steps) predicts final held-out accuracy (negative correlation)"
-#: the group sizes a run's ACR is cut to (a size above the run's group is left out)
-ACR_SIZES = (2, 4, 8, 16)
-ACR_CUT_BEFORE = "first g as they came back"
 
 
 # ---------------------------------------------------------------------------------------------------- runs

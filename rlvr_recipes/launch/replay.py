@@ -2,15 +2,16 @@
 (a method at a seed), compared run by run.
 
 Since the rollout's draws are keyed (docs/lab.md, "Shared draws"), a seed of the CPU lab is a replay: the same command
-samples the same answers at every step, and its figures agree up to the order in which float sums are taken. So a
-comparison's committed summary can be checked from an empty folder at the cost of one seed: train that seed again with
-the committed command's settings, then compare the two summaries. This trains and scores nothing:
+samples the same answers, and its figures agree up to float rounding (the batch's rows reach the loss in the order
+they come back, so sums are taken in another order; where a sampled token lies that close to a tie it flips, and the
+run parts from its twin from there). So a comparison's committed summary can be checked from an empty folder at the
+cost of one seed: train that seed again with the committed command's settings, then compare the two summaries:
 
     python -m rlvr_recipes.launch.replay benchmarks/lab_cw_grpo_80_summary.json --train 80
 
 trains seed 80 of the committed command again (``launch.compare`` with the command's settings, ``--seeds 1
---first-seed 80 --out runs/replay_80``; ``--methods`` picks some of its methods), then compares. Runs already trained
-are compared without ``--train``:
+--first-seed 80 --out runs/replay_80``; ``--methods`` picks some of its methods), then compares. Without ``--train``
+it trains and scores nothing, and compares runs already trained:
 
     python -m rlvr_recipes.launch.replay benchmarks/lab_cw_grpo_80_summary.json runs/replay_80/summary.json
 
@@ -39,8 +40,8 @@ from rlvr_recipes.launch.verdicts import seed_label, seed_set
 #: a setup's keys that change what a run computes: two summaries that differ in one are not replays of each other
 SETTINGS = ("task", "steps", "passk_samples", "overrides")
 #: the default tolerance: a replay's figures differ by the order of float sums (entropy within 6.1e-7 over 50 steps,
-#: docs/lab.md "Shared draws"); accuracies and pass@k are counts over 200 prompts, so a changed answer moves one by
-#: 0.005 or more
+#: docs/lab.md "Shared draws"); a changed answer moves held-out accuracy by 0.005 (one prompt of 200) and pass@1 by
+#: 7.8e-5 (one answer of the 12,800 it is scored on)
 TOLERANCE = 1e-4
 
 Run = tuple[str, str]  # (method, seed)
