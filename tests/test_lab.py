@@ -327,9 +327,9 @@ def _check_kept_figures(name: str, summary: dict) -> int:
             pairs = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
             r, p = stats.pearsonr([e for e, _ in pairs], [f for _, f in pairs])
             assert f"r = {round(float(r), 2) + 0.0:.2f} over {len(pairs)} runs, p = {p:.3g}" in claim["evidence"], where
-        else:  # ACR against G: the mean over every run at each G
+        else:  # ACR against G: the mean over every run at each G (NaN: a run whose groups are smaller than G)
             for g, by_method in values.items():
-                mean = np.mean([v for runs in by_method.values() for v in runs.values()])
+                mean = np.mean([v for runs in by_method.values() for v in runs.values() if math.isfinite(v)])
                 assert f"{g}: {mean:.3f}" in claim["evidence"], (*where, g)
     return checked
 
@@ -425,3 +425,25 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
         left_out = re.sub(r"_summary\.json$", "", name)
         assert (f"benchmarks/{name}" in paths or f"`{left_out}`" in intro
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
+
+
+def test_make_lab_group_size_is_the_command_of_its_committed_summary():
+    """`make lab-group-size` runs the command benchmarks/lab_group_size_summary.json records (docs/lab.md, "ACR and
+    accuracy against the group size, each G trained at its own"), and copies its summary there."""
+    import re
+    import shlex
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "Makefile")) as f:
+        makefile = f.read()
+    with open(os.path.join(root, "benchmarks", "lab_group_size_summary.json")) as f:
+        setup = json.load(f)["setup"]
+    args = re.search(r"^LAB_GROUP_SIZE_ARGS \?= (.+)$", makefile, re.M).group(1)
+    jobs = re.search(r"^LAB_JOBS \?= (\d+)$", makefile, re.M).group(1)
+    recipe = re.search(r"^lab-group-size: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    train, copy = recipe.replace("\\\n", " ").strip().split("\n")
+    words = shlex.split(train.replace("$(PY)", "python").replace("$(LAB_GROUP_SIZE_ARGS)", args)
+                        .replace("$(LAB_JOBS)", jobs))
+    assert words == shlex.split(setup["command"])
+    assert copy.split() == ["cp", "runs/lab_group_size/summary.json", "benchmarks/lab_group_size_summary.json"]
+    assert setup["acr_cut"] == "all subgroups" and setup["methods"] == ["grpo", "grpo_g4", "grpo_g2"]
