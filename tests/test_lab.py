@@ -12,6 +12,8 @@ import pytest
 
 from rlvr_recipes.launch.task_properties import properties, verdicts
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def test_properties_by_hand():
     # 4 prompts x 64 samples: never right, half right, always right, right once
@@ -281,18 +283,25 @@ def test_make_lab_passk256_is_the_command_of_its_committed_scores():
     import re
     import shlex
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "Makefile")) as f:
-        makefile = f.read()
-    with open(os.path.join(root, "benchmarks", "lab_confirm_passk256.json")) as f:
+    makefile, (recipe,) = _make_recipe("lab-passk256")
+    with open(os.path.join(ROOT, "benchmarks", "lab_confirm_passk256.json")) as f:
         command = json.load(f)["command"]
-    args = re.search(r"^LAB_PASSK256_ARGS \?= (.+)$", makefile, re.M).group(1)
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
-    recipe = re.search(r"^lab-passk256: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1).replace("\\\n", " ")
-    words = shlex.split(recipe.replace("$(PY)", "python").replace("$(LAB_PASSK256_ARGS)", args)
-                        .replace("$(LAB_PASSK256_KEEP)", ""))
-    assert words == shlex.split(command)
+    assert shlex.split(recipe) == shlex.split(command)
     assert re.search(r"^lab-confirm:.*\n(?:\t.*\n)*\t.*--out runs/lab_confirm\n", makefile, re.M)
+
+
+def _make_recipe(target: str) -> tuple[str, list[str]]:
+    """The Makefile and the command lines of ``target``'s recipe, continuation lines joined, ``$(PY)`` read as
+    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value."""
+    import re
+
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = f.read()
+    recipe = re.search(rf"^{target}: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1).replace("\\\n", " ")
+    defaults = dict(re.findall(r"^([A-Z0-9_]+) \?= ?(.*)$", makefile, re.M))
+    recipe = re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: "python" if m.group(1) == "PY" else defaults[m.group(1)], recipe)
+    return makefile, [line.strip() for line in recipe.strip().split("\n")]
 
 
 def _check_kept_figures(name: str, summary: dict) -> int:
@@ -430,20 +439,11 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
 def test_make_lab_group_size_is_the_command_of_its_committed_summary():
     """`make lab-group-size` runs the command benchmarks/lab_group_size_summary.json records (docs/lab.md, "ACR and
     accuracy against the group size, each G trained at its own"), and copies its summary there."""
-    import re
     import shlex
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "Makefile")) as f:
-        makefile = f.read()
-    with open(os.path.join(root, "benchmarks", "lab_group_size_summary.json")) as f:
+    _, (train, copy) = _make_recipe("lab-group-size")
+    with open(os.path.join(ROOT, "benchmarks", "lab_group_size_summary.json")) as f:
         setup = json.load(f)["setup"]
-    args = re.search(r"^LAB_GROUP_SIZE_ARGS \?= (.+)$", makefile, re.M).group(1)
-    jobs = re.search(r"^LAB_JOBS \?= (\d+)$", makefile, re.M).group(1)
-    recipe = re.search(r"^lab-group-size: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1)
-    train, copy = recipe.replace("\\\n", " ").strip().split("\n")
-    words = shlex.split(train.replace("$(PY)", "python").replace("$(LAB_GROUP_SIZE_ARGS)", args)
-                        .replace("$(LAB_JOBS)", jobs))
-    assert words == shlex.split(setup["command"])
+    assert shlex.split(train) == shlex.split(setup["command"])
     assert copy.split() == ["cp", "runs/lab_group_size/summary.json", "benchmarks/lab_group_size_summary.json"]
     assert setup["acr_cut"] == "all subgroups" and setup["methods"] == ["grpo", "grpo_g4", "grpo_g2"]
