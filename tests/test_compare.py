@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec,
                                          _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
-                                         _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict, keep_training_record,
-                                         main, paired_change, passk_change, passk_curve, publish_report, run_in_lanes,
-                                         run_specs, series, training_record, welch_test, write_training_record)
+                                         _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
+                                         keep_training_record, main, paired_change, passk_change, passk_curve,
+                                         publish_report, run_in_lanes, run_specs, series, training_record, welch_test,
+                                         write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
 
