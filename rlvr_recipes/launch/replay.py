@@ -35,7 +35,7 @@ from typing import Any, Optional, Sequence
 
 from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G
 from rlvr_recipes.launch.compare import main as compare_main
-from rlvr_recipes.launch.verdicts import seed_label, seed_set
+from rlvr_recipes.launch.verdicts import read_summaries, seed_label, seed_set
 
 #: a setup's keys that change what a run computes: two summaries that differ in one are not replays of each other
 SETTINGS = ("task", "steps", "passk_samples", "overrides")
@@ -226,14 +226,6 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _read(path: str) -> dict[str, Any]:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: {exc}") from exc
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("committed", help="the committed summary (benchmarks/lab_*_summary.json)")
@@ -252,7 +244,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if (args.train is None) == (args.new is None):
         parser.error("give either the new summary or --train SEED")
     try:
-        committed = _read(args.committed)
+        [(_, committed)] = read_summaries([args.committed])
         new = args.new
         if args.train is not None:
             out = args.out or os.path.join("runs", f"replay_{args.train}")
@@ -262,7 +254,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if code:
                 return code
             new = os.path.join(out, "summary.json")
-        result = compare_runs(committed, _read(new), args.tolerance)
+        [(_, new_summary)] = read_summaries([new])
+        result = compare_runs(committed, new_summary, args.tolerance)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
