@@ -15,7 +15,8 @@ from rlvr_recipes.advantage import state
 from rlvr_recipes.advantage.diagnostics import ACRTracker
 from rlvr_recipes.advantage.losses import covariance_weights
 from rlvr_recipes.launch.ref_rewards import main as ref_main
-from rlvr_recipes.trainer.extension import advantage_step, draw_ref_rewards, load_state, save_state
+from rlvr_recipes.trainer.extension import (advantage_step, content_order, draw_ref_rewards, load_state, save_state,
+                                          token_hash)
 
 from tests.helpers import VARIANTS_ON_1000, algo, batch
 
@@ -284,6 +285,62 @@ def test_trainer_compute_advantage_reads_and_writes_transfer_queue(monkeypatch):
     assert [float(a[-1]) for a in adv.unbind()] == pytest.approx([1.5, -0.5, -0.5, -0.5], rel=1e-5)
     assert [a.numel() for a in adv.unbind()] == lengths
     assert metrics["acr/acr"] == 0.0 and metrics["acr/reward_mean"] == pytest.approx(0.25)
+
+
+def test_content_order_by_hand():
+    """Rows by prompt, then by response (each by its hash); equal rows keep their order."""
+    prompts = np.array([[7, 0], [5, 6], [7, 0], [5, 6], [5, 6]])
+    responses = np.array([[1, 1], [2, 0], [1, 1], [3, 3], [2, 0]])
+    order = content_order(prompts, responses)
+    # the same multiset of rows from any row order comes out as the same sequence of rows
+    for perm in ([4, 3, 2, 1, 0], [1, 0, 3, 2, 4], [2, 4, 0, 1, 3]):
+        again = content_order(prompts[perm], responses[perm])
+        np.testing.assert_array_equal(prompts[perm][again], prompts[order])
+        np.testing.assert_array_equal(responses[perm][again], responses[order])
+    blocks = [tuple(p) for p in prompts[order]]
+    assert blocks in ([(5, 6)] * 3 + [(7, 0)] * 2, [(7, 0)] * 2 + [(5, 6)] * 3)  # each prompt's rows adjoin
+    in_block = token_hash(responses[order[[b == (5, 6) for b in blocks]]])
+    assert np.all(np.diff(in_block) >= 0)  # by response within a prompt
+    twins = [i for i in order.tolist() if (tuple(prompts[i]), tuple(responses[i])) == ((5, 6), (2, 0))]
+    assert twins == [1, 4]  # equal rows keep their order
+
+
+def test_trainer_orders_the_batch_rows_by_their_tokens(monkeypatch):
+    """RLVRTrainer._balance_batch reorders verl's KVBatchMeta by the rows' tokens before verl's balancing: two
+    batches holding the same rows in other orders under other keys reach the actor as the same sequence of rows."""
+    from tensordict import TensorDict
+    from transfer_queue import KVBatchMeta
+    from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
+
+    prompts = [[3, 4, 5], [3, 4, 5], [9], [9], [3, 4, 5]]
+    responses = [[1], [2, 2], [1], [7, 7, 7], [2, 1]]
+    store = {}
+
+    class FakeTQ:
+        @staticmethod
+        def kv_batch_get(keys, partition_id, select_fields):
+            rows = [store[k] for k in keys]
+            return TensorDict({f: torch.nested.nested_tensor([torch.tensor(r[f]) for r in rows], layout=torch.jagged)
+                               for f in select_fields}, batch_size=[len(keys)])
+
+    monkeypatch.setattr(trainer_base, "tq", FakeTQ)
+    balanced = []
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_balance_batch",
+                        lambda self, batch, metrics, **kw: balanced.append(list(batch.keys)) or batch)
+    trainer = object.__new__(get_trainer_cls("rlvr"))
+    seen = []
+    for run, perm in enumerate(([0, 1, 2, 3, 4], [4, 2, 0, 3, 1], [3, 1, 4, 0, 2])):
+        keys = [f"run{run}-{i}" for i in perm]  # keys are random strings in verl
+        for key, i in zip(keys, perm):
+            store[key] = {"prompts": prompts[i], "responses": responses[i]}
+        meta = KVBatchMeta(partition_id="train", keys=keys, tags=[{"seq_len": len(prompts[i]) + len(responses[i])}
+                                                                  for i in perm])
+        out = trainer._balance_batch(meta, {})
+        assert out.keys == balanced[-1] and sorted(out.keys) == sorted(keys)
+        assert [t["seq_len"] for t in out.tags] == [len(store[k]["prompts"]) + len(store[k]["responses"])
+                                                    for k in out.keys]  # tags moved with their keys
+        seen.append([(tuple(store[k]["prompts"]), tuple(store[k]["responses"])) for k in out.keys])
+    assert seen[0] == seen[1] == seen[2]
 
 
 @pytest.mark.parametrize("estimator", sorted(VARIANTS_ON_1000))

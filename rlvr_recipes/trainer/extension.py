@@ -11,6 +11,8 @@ v1 trainer (``PPOTrainerSync``) with a different advantage step and checkpoint h
   drop;
 - with ``algorithm.cw_grpo.per_group=true``, folds CW-GRPO's Gaussian covariance weights, computed per ``uid`` group
   from the old log-probs (the paper's form), into the token-level advantages; the actor then uses ``loss_mode=vanilla``;
+- orders each batch's rows by their tokens before verl balances them across ranks (:func:`content_order`), so that
+  the sums of a step do not follow which group finished first and a seed replays;
 - saves the estimator state (AVSPO's threshold and previous reward) and the ACR tracker as ``rlvr_state.json`` in each
   ``global_step_N`` checkpoint folder, atomically and before verl records the step as checkpointed, and restores it
   on resume; a resume whose state file is missing or unreadable stops with a message naming the file, unless
@@ -278,6 +280,16 @@ def token_hash(tokens: Any) -> np.ndarray:
     return tokens @ weights  # int64 arithmetic wraps modulo 2**64
 
 
+def content_order(prompts: Any, responses: Any) -> np.ndarray:
+    """``(bs, P)`` prompt and ``(bs, R)`` response token ids -> ``(bs,)`` row indices in an order fixed by what the
+    rows hold: by prompt, then by response (:func:`token_hash`); rows with equal tokens keep their order.
+
+    verl's replay buffer hands the trainer its rows in the order of a set of random ``uid`` strings, and the sums of
+    the log-prob passes and of the loss follow that order, so two runs of one seed parted by float rounding. In this
+    order they take the same sums (:class:`RLVRTrainer`'s ``_balance_batch``; docs/lab.md, "Shared draws")."""
+    return np.lexsort((token_hash(responses), token_hash(prompts)))
+
+
 def run_seed(config: Any) -> int:
     """The run's seed for the draws this package makes in the trainer: ``data.seed``, the seed of verl's data order
     (``rlvr_recipes.launch.cpu_run`` sets it and the rollout's seed to the run's seed), or 0 when it is unset."""
@@ -311,7 +323,7 @@ def draw_ref_rewards(extra_info: Any, uid: Any, step: int, seed: int = 0, prompt
     gidx, n = group_index(uid)
     gidx = gidx.numpy()
     if prompts is not None and responses is not None:
-        by_content = np.lexsort((token_hash(responses), token_hash(prompts)))  # by prompt, then by response
+        by_content = content_order(prompts, responses)
         first_seen = np.full(n, len(infos))
         np.minimum.at(first_seen, gidx[by_content], np.arange(len(infos)))
         gidx = np.argsort(np.argsort(first_seen))[gidx]  # groups renumbered in the order of their first row
@@ -623,6 +635,14 @@ def register() -> None:
                 {f: trainer_base.response_to_nested(data.batch[f], response_mask) for f in out}, batch_size=len(batch)
             )
             return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
+
+        def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
+            # the rows in an order fixed by their tokens (content_order), not by when their groups finished; verl's
+            # balancing then splits them across data-parallel ranks, each rank's rows in this order
+            tokens = trainer_base.tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                                                  select_fields=["prompts", "responses"]).to_padded_tensor()
+            batch.reorder(content_order(tokens["prompts"], tokens["responses"]).tolist())
+            return super()._balance_batch(batch, metrics, logging_prefix=logging_prefix, keep_minibatch=keep_minibatch)
 
         def _identify_bad_rewards(self, batch, data) -> None:
             """When a score is not finite, fetch each sample's data source and row (``extra_info``) so that the
