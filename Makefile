@@ -29,11 +29,14 @@
 #                    cores when it ran); writes benchmarks/lab_confirm_passk256.json, docs/lab.md's "pass@256 of the
 #                    50-57 runs"; LAB_PASSK256_KEEP=--keep resumes a stopped one (keeps the models the JSON holds)
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
-#                    how many disjoint seed sets each claim held or did not hold (reads their summaries, trains
-#                    nothing; writes docs/lab.md's "The verdicts at a glance")
+#                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
+#                    on all the seeds of the comparisons made alike (reads their summaries, trains nothing; writes
+#                    docs/lab.md's "The verdicts at a glance")
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
+#   make lab-group-size-93 the same on seeds 93-95 (runs/lab_group_size_93); writes
+#                    benchmarks/lab_group_size_93_summary.json, docs/lab.md's "The same comparison on seeds 93-95"
 #   make lab-replay  one seed of a committed comparison trained again and compared with its summary, run by run
 #                    (launch.replay; default: seed 80 of benchmarks/lab_cw_grpo_80_summary.json, GRPO and CW-GRPO;
 #                    LAB_REPLAY_SUMMARY=... LAB_REPLAY_SEED=... for another; runs/replay_SEED); exit 1 if a figure
@@ -62,7 +65,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size toy bench clean
+	lab-replay lab-group-size lab-group-size-93 toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -163,6 +166,12 @@ lab-group-size: $(STAMP)
 		--out runs/lab_group_size
 	cp runs/lab_group_size/summary.json benchmarks/lab_group_size_summary.json
 
+LAB_GROUP_SIZE_93_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed 93 --steps 50 --passk-samples 64
+lab-group-size-93: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_93_ARGS) --jobs $(LAB_JOBS) \
+		--out runs/lab_group_size_93
+	cp runs/lab_group_size_93/summary.json benchmarks/lab_group_size_93_summary.json
+
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
 # committed runs, not of runs trained again here
@@ -180,7 +189,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_cw_grpo_70_summary.json benchmarks/lab_cw_grpo_80_summary.json \
 	benchmarks/lab_group_size_summary.json benchmarks/lab_confirm_passk256.json
 lab-verdicts: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --publish docs/lab.md
+	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool --publish docs/lab.md
 
 # a committed comparison's seed trained again with its recorded command's settings, then its figures compared run by
 # run with the committed summary's (docs/lab.md "A seed trained again from an empty folder")

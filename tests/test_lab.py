@@ -411,7 +411,8 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     import re
     import shlex
 
-    from rlvr_recipes.launch.verdicts import PUBLISH_END, PUBLISH_START, ledger, markdown, read_summaries
+    from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PUBLISH_END, PUBLISH_START, ledger, markdown, pooled,
+                                              pooled_markdown, read_summaries)
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "docs", "lab.md")) as f:
@@ -420,13 +421,14 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     command, table = block.split("\n\n", 1)
     words = shlex.split(command.strip("`"))
     assert words[:3] == ["python", "-m", "rlvr_recipes.launch.verdicts"]
-    paths = words[3:]
+    assert words[-1] == "--pool"  # with the pooled table
+    paths = words[3:-1]
     summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(root, p) for p in paths]))]
-    assert table + "\n" == markdown(ledger(summaries))
+    assert table + "\n" == markdown(ledger(summaries)) + POOLED_HEADING + pooled_markdown(pooled(summaries))
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read().replace("\\\n", " ")
     assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
-    assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --publish "
+    assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --pool --publish "
                      r"docs/lab\.md$", makefile, re.M)
     intro = doc[doc.index("## The verdicts at a glance"): doc.index(PUBLISH_START)]
     for path in glob.glob(os.path.join(root, "benchmarks", "lab_*_summary.json")):

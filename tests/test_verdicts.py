@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_recipes.launch.verdicts import (PUBLISH_END, PUBLISH_START, cell, count_seed_sets, ledger, main, markdown,
-                                          p_value, publish, seed_label, seed_set)
+from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PUBLISH_END, PUBLISH_START, cell, claimed_higher,
+                                          count_seed_sets, ledger, main, markdown, p_value, pooled, pooled_markdown,
+                                          publish, seed_label, seed_set)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -30,6 +31,7 @@ def test_seed_sets_and_labels():
     assert seed_set(named) == {50, 52, 57}
     assert seed_label(frozenset({5, 6, 7})) == "5-7" and seed_label(frozenset({4})) == "4"
     assert seed_label(frozenset({1, 3})) == "1,3"
+    assert seed_label(frozenset({50, 51, 52, 60, 61, 70})) == "50-52,60-61,70"
 
 
 def test_seed_sets_that_share_a_seed_count_once():
@@ -124,3 +126,70 @@ def test_publish_and_the_command_line(tmp_path, capsys):
     assert bare.read_text() == "# no markers\n"
     assert main([str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def _paired(first_seed, mine, theirs, verdict="cannot be judged", higher=None, overrides=("a=1",), start=0.52):
+    """A summary whose one claim (grpo_n against grpo, ENTROPY) was tested paired by seed on consecutive seeds."""
+    seeds = [str(first_seed + i) for i in range(len(mine))]
+    claim = {"claim": ENTROPY, "source": "004 Sec. 4", "verdict": verdict, "evidence": "p = 0.5",
+             "values": {"grpo_n": dict(zip(seeds, mine)), "grpo": dict(zip(seeds, theirs)),
+                        "difference by seed": {s: x - y for s, x, y in zip(seeds, mine, theirs)}}}
+    if higher is not None:
+        claim["higher"] = higher
+    summary = _summary(first_seed, len(mine), [])
+    summary["setup"]["overrides"] = list(overrides)
+    summary["claims"] = [claim]
+    summary["table"] = {m: {"held-out acc, start": [start, 0.0]} for m in ("grpo", "grpo_n")}
+    return summary
+
+
+def test_claimed_direction():
+    up = _paired(0, [0.3, 0.4], [0.2, 0.2])["claims"][0]  # mean difference +0.15
+    assert claimed_higher([{**up, "higher": False}]) is False  # recorded: taken as it is
+    assert claimed_higher([{**up, "verdict": "held"}]) is True
+    assert claimed_higher([{**up, "verdict": "did not hold"}]) is False
+    assert claimed_higher([up]) is None  # cannot be judged everywhere, nothing recorded
+    assert claimed_higher([up, {**up, "verdict": "held"}]) is True
+
+
+def test_pooled_by_hand():
+    """Differences +0.1, +0.3 on seeds 0-1 and +0.2, +0.2 on 5-6: mean 0.2, sd sqrt(0.02 / 3), se 0.0408, t 3.182
+    (df 3, 97.5 %) x se = 0.130: [+0.070, +0.330], held; p = 2 P(T_3 > 4.899) = 0.0163."""
+    a = _paired(0, [0.6, 0.8], [0.5, 0.5])
+    b = _paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True)
+    replay = _paired(0, [0.0, 0.0], [0.9, 0.9])  # seeds 0-1 again: taken once, from the first
+    other_settings = _paired(20, [0.0, 0.0], [0.9, 0.9], overrides=("a=2",))
+    other_build = _paired(30, [0.0, 0.0], [0.9, 0.9], start=0.555)
+    rows = pooled([("b.json", b), ("replay.json", replay), ("a.json", a), ("o.json", other_settings),
+                   ("u.json", other_build)])
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["seeds"] == {0, 1, 5, 6} and row["comparisons"] == ["a.json", "b.json"]
+    assert row["verdict"] == "held"
+    assert row["evidence"].startswith("0.625 vs 0.425: difference +0.200, 95 % interval [+0.070, +0.330] (paired "
+                                      "t-test by seed, df 3, p = 0.0163, 4 seeds")
+    # the other way round the same figures do not hold
+    down = pooled([("a.json", _paired(0, [0.6, 0.8], [0.5, 0.5], higher=False)), ("b.json", b)])
+    assert down[0]["verdict"] == "did not hold"
+    # one comparison alone, or no direction known, is left out
+    assert pooled([("a.json", a)]) == []
+    assert pooled([("a.json", a), ("c.json", _paired(5, [0.7, 0.4], [0.5, 0.2]))]) == []
+    assert pooled_markdown(rows).splitlines()[2] == (f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | held (p 0.0163) | "
+                                                     f"{row['evidence']} |")
+    assert pooled_markdown([]) == "No claim was tested alike by two comparisons.\n"
+
+
+def test_pool_on_the_command_line(tmp_path, capsys):
+    paths = []
+    for name, summary in (("a.json", _paired(0, [0.6, 0.8], [0.5, 0.5])),
+                          ("b.json", _paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True))):
+        paths.append(str(tmp_path / name))
+        (tmp_path / name).write_text(json.dumps(summary))
+    doc = tmp_path / "lab.md"
+    doc.write_text(f"{PUBLISH_START}\n{PUBLISH_END}\n")
+    assert main([*paths, "--pool", "--publish", str(doc)]) == 0
+    out = capsys.readouterr().out
+    assert POOLED_HEADING in out and "| 0-1,5-6 | 2 | held (p 0.0163) |" in out
+    assert f"`python -m rlvr_recipes.launch.verdicts {paths[0]} {paths[1]} --pool`" in doc.read_text()
+    assert POOLED_HEADING in doc.read_text()
+    assert main(paths) == 0 and POOLED_HEADING not in capsys.readouterr().out

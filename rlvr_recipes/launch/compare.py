@@ -866,7 +866,8 @@ def diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: b
 
 
 def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, Any]]:
-    """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence", "values"}``.
+    """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence", "values"}``, and
+    for a comparison of two methods ``"higher"``: whether the claim is that the method's figure lies above the base's.
 
     ``values`` holds the figures the verdict was taken on, per method and seed (``{method: {seed: value}}``, seeds as
     strings, a run's index where it has no seed), so that a reader of the summary can redo a test or look at a seed
@@ -876,9 +877,10 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     """
     out: list[dict[str, Any]] = []
 
-    def add(claim: str, source: str, verdict: tuple[str, str], values: dict[str, Any]) -> None:
+    def add(claim: str, source: str, verdict: tuple[str, str], values: dict[str, Any],
+            higher: Optional[bool] = None) -> None:
         out.append({"claim": claim, "source": source, "verdict": verdict[0], "evidence": verdict[1],
-                    "values": values})
+                    "values": values, **({} if higher is None else {"higher": higher})})
 
     def by_seed(method: str, fn: Callable[[dict[str, Any]], float]) -> dict[str, float]:
         return {str(r.get("seed", i)): float(fn(r)) for i, r in enumerate(runs.get(method, []))}
@@ -886,14 +888,14 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     paired = paired_by_seed(runs)
 
     def versus(method: str, base: str, fn: Callable[[dict[str, Any]], float],
-               higher: bool) -> tuple[tuple[str, str], dict[str, Any]]:
+               higher: bool) -> tuple[tuple[str, str], dict[str, Any], bool]:
         mine, theirs = by_seed(method, fn), by_seed(base, fn)
         values: dict[str, Any] = {method: mine, base: theirs}
         if not paired:
-            return diff_verdict(list(mine.values()), list(theirs.values()), higher), values
+            return diff_verdict(list(mine.values()), list(theirs.values()), higher), values, higher
         seeds = sorted(set(mine) & set(theirs), key=int)
         values["difference by seed"] = {s: mine[s] - theirs[s] for s in seeds}
-        return diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True), values
+        return diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True), values, higher
 
     mean_of = lambda key: (lambda r: float(np.mean(list(r["curves"][key].values()))) if r["curves"][key] else float("nan"))  # noqa: E731
     tail_of = lambda key: (lambda r: _tail_mean(r["curves"][key]))  # noqa: E731

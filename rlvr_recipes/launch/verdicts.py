@@ -12,7 +12,9 @@ prints a Markdown table:
 A cell gives the verdict and the p-value of the comparison's test (``held``, ``did not hold``, ``-`` for cannot be
 judged; empty when the comparison did not test the claim). The last column counts the seed sets: comparisons whose
 seeds overlap count as one (their runs share seeds, so they are not independent evidence), and so do comparisons on
-the same seeds. With ``--publish DOC`` the table and the command that wrote it go into DOC between
+the same seeds. With ``--pool`` a second table tests each claim of two methods once on the seeds of all the
+comparisons that made it alike (same settings, same build of the task, paired by seed), taken together
+(:func:`pooled`). With ``--publish DOC`` the tables and the command that wrote them go into DOC between
 :data:`PUBLISH_START` and :data:`PUBLISH_END`.
 """
 
@@ -28,6 +30,10 @@ from typing import Any, Optional, Sequence
 #: the ledger's place in a document (``--publish``)
 PUBLISH_START = "<!-- verdicts: start (written by launch.verdicts --publish; edits inside are lost) -->"
 PUBLISH_END = "<!-- verdicts: end -->"
+#: a setup's keys that change what a run computes: comparisons that differ in one are not runs of one experiment
+SETTINGS = ("task", "steps", "passk_samples", "overrides")
+#: the values a paired claim keeps for each seed's difference, method minus base (launch.compare's ``claims``)
+DIFFERENCE = "difference by seed"
 #: a verdict of launch.compare's report and how a cell writes it
 SHORT = {"held": "held", "did not hold": "did not hold", "cannot be judged": "-"}
 _P_VALUE = re.compile(r"\bp = ([0-9.]+(?:e[-+]?\d+)?)")
@@ -44,11 +50,14 @@ def seed_set(summary: dict[str, Any]) -> frozenset[int]:
 
 
 def seed_label(seeds: frozenset[int]) -> str:
-    """``"5-9"`` for a run of consecutive seeds, else the seeds joined by commas."""
-    lo, hi = min(seeds), max(seeds)
-    if len(seeds) == hi - lo + 1:
-        return str(lo) if lo == hi else f"{lo}-{hi}"
-    return ",".join(str(s) for s in sorted(seeds))
+    """The seeds as runs of consecutive seeds joined by commas: ``"5-9"``, ``"1,3"``, ``"50-57,60-62"``."""
+    spans: list[list[int]] = []
+    for s in sorted(seeds):
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
 
 
 def count_seed_sets(sets: Sequence[frozenset[int]]) -> int:
@@ -135,6 +144,93 @@ def markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def start_accuracy(summary: dict[str, Any]) -> Optional[float]:
+    """The initial model's held-out greedy accuracy in a summary's table (every method starts from it), rounded to 4
+    digits, or None: it tells one build of the task from another (floating-point reductions differ between CPUs)."""
+    starts = [row["held-out acc, start"][0] for row in (summary.get("table") or {}).values()
+              if "held-out acc, start" in row]
+    return round(float(starts[0]), 4) if starts else None
+
+
+def claimed_higher(claims: Sequence[dict[str, Any]]) -> Optional[bool]:
+    """Whether a paired claim says the method's figure lies above the base's: its ``higher`` where a summary records
+    it, else read off a decided verdict (``held``: the mean difference has the claimed sign; ``did not hold``: the
+    other), else None."""
+    for claim in claims:
+        if "higher" in claim:
+            return bool(claim["higher"])
+    for claim in claims:
+        diffs = [float(d) for d in claim["values"][DIFFERENCE].values()]
+        mean = sum(diffs) / len(diffs) if diffs else 0.0
+        if claim["verdict"] in ("held", "did not hold") and mean != 0.0:
+            return (mean > 0) == (claim["verdict"] == "held")
+    return None
+
+
+def pooled(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each claim of two methods tested once on the seeds of every comparison that made it alike, taken together.
+
+    Comparisons are alike when they agree in :data:`SETTINGS`, start from one build (:func:`start_accuracy`) and
+    tested the claim paired by seed (their values keep :data:`DIFFERENCE`). A seed that two of them share is taken
+    once, from the first by first seed. The test is the one each comparison made, on all the seeds' pairs:
+    ``compare.diff_verdict`` paired (a t-test on n - 1 df of the per-seed differences). Claims made alike by only one
+    comparison are left out.
+
+    Returns one row per claim and experiment, in the order claims are first met: ``{"claim", "source", "seeds",
+    "comparisons", "verdict", "evidence"}``, ``seeds`` the frozenset taken, ``comparisons`` the names they came from.
+    """
+    from rlvr_recipes.launch.compare import diff_verdict
+
+    groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
+    for name, summary in sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0])):
+        setup = summary["setup"]
+        experiment = (json.dumps([setup.get(k) for k in SETTINGS]), start_accuracy(summary))
+        for claim in summary["claims"]:
+            values = claim.get("values") or {}
+            if isinstance(values.get(DIFFERENCE), dict):
+                groups.setdefault((claim["claim"], experiment), []).append((name, claim))
+    rows = []
+    for (title, _), made in groups.items():
+        higher = claimed_higher([claim for _, claim in made])
+        methods = [k for k in made[0][1]["values"] if k != DIFFERENCE][:2]
+        if len(made) < 2 or higher is None or len(methods) != 2:
+            continue
+        a, b, names = {}, {}, []
+        for name, claim in made:
+            values = claim["values"]
+            if [k for k in values if k != DIFFERENCE][:2] != methods:
+                continue
+            new = [s for s in values[DIFFERENCE] if s not in a and s in values[methods[0]] and s in values[methods[1]]]
+            if new:
+                names.append(name)
+            for s in new:
+                a[s], b[s] = float(values[methods[0]][s]), float(values[methods[1]][s])
+        if len(names) < 2:
+            continue
+        seeds = sorted(a, key=int)
+        verdict, evidence = diff_verdict([a[s] for s in seeds], [b[s] for s in seeds], higher, paired=True)
+        rows.append({"claim": title, "source": made[0][1].get("source", ""), "seeds": frozenset(int(s) for s in seeds),
+                     "comparisons": names, "verdict": verdict, "evidence": evidence})
+    return rows
+
+
+#: what the pooled table is, above it (``--pool``)
+POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two methods tested once on all the seeds of "
+                  "the comparisons that made it with the same settings and the same build of the task, by the paired "
+                  "t-test each of them used. Pooling was chosen after these comparisons had run.\n\n")
+
+
+def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The pooled rows (:func:`pooled`) as a Markdown table, a line per claim."""
+    if not rows:
+        return "No claim was tested alike by two comparisons.\n"
+    lines = ["| claim | paper | seeds | comparisons | verdict | evidence |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['claim']} | {row['source']} | {seed_label(row['seeds'])} | {len(row['comparisons'])} | "
+                     f"{cell(row)} | {row['evidence']} |")
+    return "\n".join(lines) + "\n"
+
+
 def publish(text: str, doc: str) -> None:
     """Write ``text`` into ``doc`` between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
 
@@ -164,11 +260,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="summary.json files written by launch.compare (or JSONs with the same setup and claims)")
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
+    parser.add_argument("--pool", action="store_true",
+                        help="also test each paired claim once on the seeds of all the comparisons that made it alike")
     args = parser.parse_args(argv)
     try:
-        text = markdown(ledger(read_summaries(args.summaries)))
+        summaries = read_summaries(args.summaries)
+        text = markdown(ledger(summaries))
+        if args.pool:
+            text += POOLED_HEADING + pooled_markdown(pooled(summaries))
         if args.publish:
-            command = "python -m rlvr_recipes.launch.verdicts " + " ".join(shlex.quote(p) for p in args.summaries)
+            command = "python -m rlvr_recipes.launch.verdicts " + " ".join(
+                [*(shlex.quote(p) for p in args.summaries), *(["--pool"] if args.pool else [])])
             publish(f"`{command}`\n\n{text}", args.publish)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
