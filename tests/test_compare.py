@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -852,3 +853,7 @@ def test_the_recorded_command_is_the_one_main_was_given(monkeypatch):
     # outside main, the process's own command line
     assert compare_module.this_command() == ("python -m rlvr_recipes.launch.compare benchmarks/x_summary.json "
                                              "--train 50")
+    # an argument with a space or a quote is quoted, so that the line runs again as given
+    monkeypatch.setattr(sys, "argv", ["compare.py", "--out", "runs/my lab", "--methods", "grpo'x"])
+    line = compare_module.this_command()
+    assert shlex.split(line)[3:] == ["--out", "runs/my lab", "--methods", "grpo'x"]

@@ -45,6 +45,7 @@ import math
 import os
 import platform
 import shutil
+import shlex
 import signal
 import statistics
 import sys
@@ -674,7 +675,7 @@ _MAIN_ARGV: Optional[list[str]] = None
 def this_command() -> str:
     """The command line of this comparison, as a user would type it again."""
     argv = sys.argv[1:] if _MAIN_ARGV is None else _MAIN_ARGV
-    return "python -m rlvr_recipes.launch.compare " + " ".join(argv)
+    return shlex.join(["python", "-m", "rlvr_recipes.launch.compare", *argv])
 
 
 def training_record(jobs: int, todo: Sequence[tuple[str, RunSpec]], wall_s: float,
