@@ -438,14 +438,17 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
 
 
-def test_make_lab_group_size_is_the_command_of_its_committed_summary():
-    """`make lab-group-size` runs the command benchmarks/lab_group_size_summary.json records (docs/lab.md, "ACR and
+@pytest.mark.parametrize("target,name,first_seed", [("lab-group-size", "lab_group_size", 90),
+                                                     ("lab-group-size-93", "lab_group_size_93", 93)])
+def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, name, first_seed):
+    """`make lab-group-size` (and `-93`) runs the command its committed summary records (docs/lab.md, "ACR and
     accuracy against the group size, each G trained at its own"), and copies its summary there."""
     import shlex
 
-    _, (train, copy) = _make_recipe("lab-group-size")
-    with open(os.path.join(ROOT, "benchmarks", "lab_group_size_summary.json")) as f:
+    _, (train, copy) = _make_recipe(target)
+    with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
     assert shlex.split(train) == shlex.split(setup["command"])
-    assert copy.split() == ["cp", "runs/lab_group_size/summary.json", "benchmarks/lab_group_size_summary.json"]
+    assert copy.split() == ["cp", f"runs/{name}/summary.json", f"benchmarks/{name}_summary.json"]
     assert setup["acr_cut"] == "all subgroups" and setup["methods"] == ["grpo", "grpo_g4", "grpo_g2"]
+    assert setup["first_seed"] == first_seed and setup["seeds"] == 3
