@@ -44,8 +44,8 @@ import json
 import math
 import os
 import platform
-import shutil
 import shlex
+import shutil
 import signal
 import statistics
 import sys

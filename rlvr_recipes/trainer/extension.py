@@ -637,8 +637,8 @@ def register() -> None:
             return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
 
         def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
-            # the rows in an order fixed by their tokens (content_order), not by when their groups finished; verl's
-            # balancing then splits them across data-parallel ranks, each rank's rows in this order
+            # the rows in an order fixed by their tokens (content_order), not in the order of the random uid strings
+            # verl's replay buffer hands them over in; verl's balancing then splits them across data-parallel ranks
             tokens = trainer_base.tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
                                                   select_fields=["prompts", "responses"]).to_padded_tensor()
             batch.reorder(content_order(tokens["prompts"], tokens["responses"]).tolist())
