@@ -35,10 +35,8 @@ from typing import Any, Optional, Sequence
 
 from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G
 from rlvr_recipes.launch.compare import main as compare_main
-from rlvr_recipes.launch.verdicts import read_summaries, seed_label, seed_set
+from rlvr_recipes.launch.verdicts import SETTINGS, read_summaries, seed_label, seed_set
 
-#: a setup's keys that change what a run computes: two summaries that differ in one are not replays of each other
-SETTINGS = ("task", "steps", "passk_samples", "overrides")
 #: the default tolerance: a replay's figures differ by the order of float sums (entropy within 6.1e-7 over 50 steps,
 #: docs/lab.md "Shared draws"); a changed answer moves held-out accuracy by 0.005 (one prompt of 200) and pass@1 by
 #: 7.8e-5 (one answer of the 12,800 it is scored on)
@@ -86,7 +84,8 @@ def run_figures(summary: dict[str, Any]) -> dict[str, dict[Run, float]]:
 
 
 def setting_differences(committed: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The :data:`SETTINGS` in which two summaries' setups differ, each as ``"key: committed -> new"``."""
+    """The settings (:data:`rlvr_recipes.launch.verdicts.SETTINGS`) in which two summaries' setups differ, each as
+    ``"key: committed -> new"``: two summaries that differ in one are not replays of each other."""
     a, b = committed.get("setup", {}), new.get("setup", {})
     return [f"{key}: {a.get(key)!r} -> {b.get(key)!r}" for key in SETTINGS if a.get(key) != b.get(key)]
 

@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence
 PUBLISH_START = "<!-- verdicts: start (written by launch.verdicts --publish; edits inside are lost) -->"
 PUBLISH_END = "<!-- verdicts: end -->"
 #: a setup's keys that change what a run computes: comparisons that differ in one are not runs of one experiment
+#: (launch.verdicts --pool) nor replays of each other (launch.replay)
 SETTINGS = ("task", "steps", "passk_samples", "overrides")
 #: the values a paired claim keeps for each seed's difference, method minus base (launch.compare's ``claims``)
 DIFFERENCE = "difference by seed"
