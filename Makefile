@@ -36,7 +36,8 @@
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
 #   make lab-group-size-93 the same on seeds 93-95 (runs/lab_group_size_93); writes
-#                    benchmarks/lab_group_size_93_summary.json, docs/lab.md's "The same comparison on seeds 93-95"
+#                    benchmarks/lab_group_size_93_summary.json, docs/lab.md's "The same comparison on seeds 93-95";
+#                    make lab-group-size-96 on seeds 96-98 (lab_group_size_96), "... on seeds 96-98"
 #   make lab-replay  one seed of a committed comparison trained again and compared with its summary, run by run
 #                    (launch.replay; default: seed 80 of benchmarks/lab_cw_grpo_80_summary.json, GRPO and CW-GRPO;
 #                    LAB_REPLAY_SUMMARY=... LAB_REPLAY_SEED=... for another; runs/replay_SEED); exit 1 if a figure
@@ -65,7 +66,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-group-size-93 toy bench clean
+	lab-replay lab-group-size toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -166,11 +167,12 @@ lab-group-size: $(STAMP)
 		--out runs/lab_group_size
 	cp runs/lab_group_size/summary.json benchmarks/lab_group_size_summary.json
 
-LAB_GROUP_SIZE_93_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed 93 --steps 50 --passk-samples 64
-lab-group-size-93: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_93_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab_group_size_93
-	cp runs/lab_group_size_93/summary.json benchmarks/lab_group_size_93_summary.json
+# the same 9 runs from another first seed: make lab-group-size-93 (seeds 93-95), make lab-group-size-96 (96-98)
+LAB_GROUP_SIZE_MORE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed $* --steps 50 --passk-samples 64
+lab-group-size-%: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_MORE_ARGS) --jobs $(LAB_JOBS) \
+		--out runs/lab_group_size_$*
+	cp runs/lab_group_size_$*/summary.json benchmarks/lab_group_size_$*_summary.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

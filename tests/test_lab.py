@@ -291,17 +291,19 @@ def test_make_lab_passk256_is_the_command_of_its_committed_scores():
     assert re.search(r"^lab-confirm:.*\n(?:\t.*\n)*\t.*--out runs/lab_confirm\n", makefile, re.M)
 
 
-def _make_recipe(target: str) -> tuple[str, list[str]]:
+def _make_recipe(target: str, stem: str = "") -> tuple[str, list[str]]:
     """The Makefile and the command lines of ``target``'s recipe, continuation lines joined, ``$(PY)`` read as
-    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value."""
+    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value. For a
+    pattern rule (``target`` with ``%``), ``stem`` is what ``%`` matched, and ``$*`` reads as it."""
     import re
 
     with open(os.path.join(ROOT, "Makefile")) as f:
         makefile = f.read()
-    recipe = re.search(rf"^{target}: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1).replace("\\\n", " ")
+    recipe = re.search(rf"^{re.escape(target)}: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    recipe = recipe.replace("\\\n", " ")
     defaults = dict(re.findall(r"^([A-Z0-9_]+) \?= ?(.*)$", makefile, re.M))
     recipe = re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: "python" if m.group(1) == "PY" else defaults[m.group(1)], recipe)
-    return makefile, [line.strip() for line in recipe.strip().split("\n")]
+    return makefile, [line.strip() for line in recipe.replace("$*", stem).strip().split("\n")]
 
 
 def _check_kept_figures(name: str, summary: dict) -> int:
@@ -438,14 +440,15 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
 
 
-@pytest.mark.parametrize("target,name,first_seed", [("lab-group-size", "lab_group_size", 90),
-                                                     ("lab-group-size-93", "lab_group_size_93", 93)])
-def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, name, first_seed):
-    """`make lab-group-size` (and `-93`) runs the command its committed summary records (docs/lab.md, "ACR and
-    accuracy against the group size, each G trained at its own"), and copies its summary there."""
+@pytest.mark.parametrize("target,stem,name,first_seed", [("lab-group-size", "", "lab_group_size", 90),
+                                                          ("lab-group-size-%", "93", "lab_group_size_93", 93)])
+def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, stem, name, first_seed):
+    """`make lab-group-size` (and `make lab-group-size-93`, by the pattern rule) runs the command its committed
+    summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and copies
+    its summary there."""
     import shlex
 
-    _, (train, copy) = _make_recipe(target)
+    _, (train, copy) = _make_recipe(target, stem)
     with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
     assert shlex.split(train) == shlex.split(setup["command"])
