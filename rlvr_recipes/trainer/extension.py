@@ -40,7 +40,6 @@ import torch
 from rlvr_recipes.advantage import state
 from rlvr_recipes.advantage.core import group_index
 from rlvr_recipes.advantage.diagnostics import ACRTracker, batch_diagnostics, rollout_acr
-from rlvr_recipes.advantage.losses import covariance_weights
 from rlvr_recipes.advantage.options import check_range, config_get, read_options, require
 from rlvr_recipes.trainer.checks import check_data_config, check_rewards
 
@@ -102,8 +101,13 @@ def advantage_step(
     Returns:
         ``(data, metrics)``: ``data.batch["advantages"]`` / ``["returns"]`` set.
     """
+    # verl, and the modules that import it, are imported here, not at the top: importing verl loads this package's
+    # plugin, which imports this module and calls its register(); a process whose first import is this module would
+    # hand the plugin a half-made module (tests/test_plugin.py, first imports)
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
     from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from rlvr_recipes.advantage.losses import covariance_weights
 
     estimator = config_get(algo_config, "adv_estimator", "grpo")
     estimator = getattr(estimator, "value", estimator)
