@@ -441,11 +441,12 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
 
 
 @pytest.mark.parametrize("target,stem,name,first_seed", [("lab-group-size", "", "lab_group_size", 90),
-                                                          ("lab-group-size-%", "93", "lab_group_size_93", 93)])
+                                                          ("lab-group-size-%", "93", "lab_group_size_93", 93),
+                                                          ("lab-group-size-%", "96", "lab_group_size_96", 96)])
 def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, stem, name, first_seed):
-    """`make lab-group-size` (and `make lab-group-size-93`, by the pattern rule) runs the command its committed
-    summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and copies
-    its summary there."""
+    """`make lab-group-size` (and `make lab-group-size-93` and `-96`, by the pattern rule) runs the command its
+    committed summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and
+    copies its summary there."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem)
