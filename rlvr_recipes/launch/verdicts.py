@@ -218,8 +218,8 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
 #: what the pooled table is, above it (``--pool``)
 POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two methods tested once on all the seeds of "
                   "the comparisons that made it with the same settings and the same build of the task, by the paired "
-                  "t-test each of them used. Whether a pooling was planned before its last comparison ran is for the text "
-                  "around the table to say: the tool cannot know.\n\n")
+                  "t-test each of them used. Whether a pooling was planned before its last comparison ran is for the "
+                  "text around the table to say: the tool cannot know.\n\n")
 
 
 def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
