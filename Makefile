@@ -190,7 +190,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_confirm_nine_summary.json benchmarks/lab_cw_grpo_summary.json \
 	benchmarks/lab_cw_grpo_70_summary.json benchmarks/lab_cw_grpo_80_summary.json \
 	benchmarks/lab_group_size_summary.json benchmarks/lab_group_size_93_summary.json \
-	benchmarks/lab_group_size_96_summary.json \
+	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_confirm_passk256.json
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool --publish docs/lab.md
