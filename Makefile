@@ -30,8 +30,8 @@
 #                    50-57 runs"; LAB_PASSK256_KEEP=--keep resumes a stopped one (keeps the models the JSON holds)
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
-#                    on all the seeds of the comparisons made alike (reads their summaries, trains nothing; writes
-#                    docs/lab.md's "The verdicts at a glance")
+#                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
+#                    names (reads their summaries, trains nothing; writes docs/lab.md's "The verdicts at a glance")
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -192,8 +192,11 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_summary.json benchmarks/lab_group_size_93_summary.json \
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_confirm_passk256.json
+# the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98)
+LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json
 lab-verdicts: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool --publish docs/lab.md
+	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool $(addprefix --planned ,$(LAB_PLANNED)) \
+		--publish docs/lab.md
 
 # a committed comparison's seed trained again with its recorded command's settings, then its figures compared run by
 # run with the committed summary's (docs/lab.md "A seed trained again from an empty folder")

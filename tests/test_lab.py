@@ -423,15 +423,18 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     command, table = block.split("\n\n", 1)
     words = shlex.split(command.strip("`"))
     assert words[:3] == ["python", "-m", "rlvr_recipes.launch.verdicts"]
-    assert words[-1] == "--pool"  # with the pooled table
-    paths = words[3:-1]
+    pool = words.index("--pool")  # with the pooled table, then the poolings planned before their last run
+    paths, options = words[3:pool], words[pool + 1:]
+    assert options[0::2] == ["--planned"] * (len(options) // 2) and len(options) % 2 == 0
+    planned = [spec.split(",") for spec in options[1::2]]
     summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(root, p) for p in paths]))]
-    assert table + "\n" == markdown(ledger(summaries)) + POOLED_HEADING + pooled_markdown(pooled(summaries))
+    assert table + "\n" == markdown(ledger(summaries)) + POOLED_HEADING + pooled_markdown(pooled(summaries, planned))
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read().replace("\\\n", " ")
     assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
-    assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --pool --publish "
-                     r"docs/lab\.md$", makefile, re.M)
+    assert re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split() == options[1::2]
+    assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --pool "
+                     r"\$\(addprefix --planned ,\$\(LAB_PLANNED\)\)\s+--publish docs/lab\.md$", makefile, re.M)
     intro = doc[doc.index("## The verdicts at a glance"): doc.index(PUBLISH_START)]
     for path in glob.glob(os.path.join(root, "benchmarks", "lab_*_summary.json")):
         name = os.path.basename(path)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PUBLISH_END, PUBLISH_START, cell, claimed_higher,
-                                          count_seed_sets, ledger, main, markdown, p_value, pooled, pooled_markdown,
-                                          publish, seed_label, seed_set)
+                                          count_seed_sets, ledger, main, markdown, p_value, planned_poolings, pooled,
+                                          pooled_markdown, publish, seed_label, seed_set)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -174,9 +174,42 @@ def test_pooled_by_hand():
     # one comparison alone, or no direction known, is left out
     assert pooled([("a.json", a)]) == []
     assert pooled([("a.json", a), ("c.json", _paired(5, [0.7, 0.4], [0.5, 0.2]))]) == []
-    assert pooled_markdown(rows).splitlines()[2] == (f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | held (p 0.0163) | "
+    assert pooled_markdown(rows).splitlines()[2] == (f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | no | held (p 0.0163) | "
                                                      f"{row['evidence']} |")
     assert pooled_markdown([]) == "No claim was tested alike by two comparisons.\n"
+
+
+def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():
+    """a (+0.1, +0.3 on seeds 0-1) and b (+0.2, +0.2 on 5-6) were planned together: their row is test_pooled_by_hand's
+    (p 0.0163), marked planned. c (+0.2, +0.2 on 10-11) came later: all six differences have mean 0.2, sd
+    sqrt(0.02 / 5), se 0.0258, t 7.746 on 5 df, half-width 2.571 x se = 0.066: [+0.134, +0.266], p 0.000573, a row
+    marked not planned; means 3.8 / 6 = 0.633 against 2.6 / 6 = 0.433."""
+    a = _paired(0, [0.6, 0.8], [0.5, 0.5])
+    b = _paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True)
+    c = _paired(10, [0.4, 0.9], [0.2, 0.7])
+    summaries = [("runs/c.json", c), ("benchmarks/a.json", a), ("benchmarks/b.json", b)]
+    rows = pooled(summaries, [["a.json", "b.json"]])  # named by file name, whichever folder
+    assert [(sorted(r["seeds"]), r["planned"], r["verdict"]) for r in rows] == [
+        ([0, 1, 5, 6], True, "held"), ([0, 1, 5, 6, 10, 11], False, "held")]
+    assert "p = 0.0163" in rows[0]["evidence"]
+    assert rows[0]["comparisons"] == ["benchmarks/a.json", "benchmarks/b.json"]
+    assert rows[1]["evidence"].startswith("0.633 vs 0.433: difference +0.200, 95 % interval [+0.134, +0.266] "
+                                          "(paired t-test by seed, df 5, p = 0.000573")
+    lines = pooled_markdown(rows).splitlines()
+    assert lines[0] == "| claim | paper | seeds | comparisons | planned | verdict | evidence |"
+    assert lines[2].startswith(f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | yes | held (p 0.0163) |")
+    assert lines[3].startswith(f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6,10-11 | 3 | no | held (p 0.000573) |")
+    # a planned pooling that is all the alike comparisons is one row, planned
+    assert [r["planned"] for r in pooled(summaries[1:], [["a.json", "b.json"]])] == [True]
+    # a planned pooling of which only one comparison made the claim alike adds no row
+    other = _paired(20, [0.1, 0.2], [0.0, 0.0], overrides=("a=2",))
+    assert [r["planned"] for r in pooled([*summaries, ("o.json", other)], [["a.json", "o.json"]])] == [False]
+    with pytest.raises(ValueError, match="x.json is not among the summaries given"):
+        planned_poolings(["a.json,x.json"], ["benchmarks/a.json", "benchmarks/b.json"])
+    with pytest.raises(ValueError, match="names two summaries or more"):
+        planned_poolings(["a.json,benchmarks/a.json"], ["benchmarks/a.json"])
+    assert planned_poolings(["benchmarks/a.json,b.json"], ["benchmarks/a.json", "b.json"]) == [
+        ["benchmarks/a.json", "b.json"]]
 
 
 def test_pool_on_the_command_line(tmp_path, capsys):
@@ -189,7 +222,14 @@ def test_pool_on_the_command_line(tmp_path, capsys):
     doc.write_text(f"{PUBLISH_START}\n{PUBLISH_END}\n")
     assert main([*paths, "--pool", "--publish", str(doc)]) == 0
     out = capsys.readouterr().out
-    assert POOLED_HEADING in out and "| 0-1,5-6 | 2 | held (p 0.0163) |" in out
+    assert POOLED_HEADING in out and "| 0-1,5-6 | 2 | no | held (p 0.0163) |" in out
     assert f"`python -m rlvr_recipes.launch.verdicts {paths[0]} {paths[1]} --pool`" in doc.read_text()
     assert POOLED_HEADING in doc.read_text()
     assert main(paths) == 0 and POOLED_HEADING not in capsys.readouterr().out
+    assert main([*paths, "--pool", "--planned", "a.json,b.json", "--publish", str(doc)]) == 0
+    assert "| 0-1,5-6 | 2 | yes | held (p 0.0163) |" in capsys.readouterr().out
+    assert f"{paths[1]} --pool --planned a.json,b.json`" in doc.read_text()
+    assert main([*paths, "--planned", "a.json,b.json"]) == 2  # marks pooled rows: needs --pool
+    assert "give --pool with it" in capsys.readouterr().err
+    assert main([*paths, "--pool", "--planned", "a.json,z.json"]) == 2
+    assert "z.json is not among the summaries given" in capsys.readouterr().err

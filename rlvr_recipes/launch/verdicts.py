@@ -14,14 +14,16 @@ judged; empty when the comparison did not test the claim). The last column count
 seeds overlap count as one (their runs share seeds, so they are not independent evidence), and so do comparisons on
 the same seeds. With ``--pool`` a second table tests each claim of two methods once on the seeds of all the
 comparisons that made it alike (same settings, same build of the task, paired by seed), taken together
-(:func:`pooled`). With ``--publish DOC`` the tables and the command that wrote them go into DOC between
-:data:`PUBLISH_START` and :data:`PUBLISH_END`.
+(:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the last of its comparisons ran, and
+the table marks its row planned and every other row not. With ``--publish DOC`` the tables and the command that
+wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -168,8 +170,32 @@ def claimed_higher(claims: Sequence[dict[str, Any]]) -> Optional[bool]:
     return None
 
 
-def pooled(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Each claim of two methods tested once on the seeds of every comparison that made it alike, taken together.
+def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods: list[str], higher: bool,
+                planned: bool) -> Optional[dict[str, Any]]:
+    """One claim tested on the seeds of the ``made`` comparisons taken together (a seed they share is taken once,
+    from the first), or None when fewer than two of them add a seed."""
+    from rlvr_recipes.launch.compare import diff_verdict
+
+    a, b, names = {}, {}, []
+    for name, claim in made:
+        values = claim["values"]
+        new = [s for s in values[DIFFERENCE] if s not in a and s in values[methods[0]] and s in values[methods[1]]]
+        if new:
+            names.append(name)
+        for s in new:
+            a[s], b[s] = float(values[methods[0]][s]), float(values[methods[1]][s])
+    if len(names) < 2:
+        return None
+    seeds = sorted(a, key=int)
+    verdict, evidence = diff_verdict([a[s] for s in seeds], [b[s] for s in seeds], higher, paired=True)
+    return {"claim": title, "source": made[0][1].get("source", ""), "seeds": frozenset(int(s) for s in seeds),
+            "comparisons": names, "planned": planned, "verdict": verdict, "evidence": evidence}
+
+
+def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
+           planned: Sequence[Sequence[str]] = ()) -> list[dict[str, Any]]:
+    """Each claim of two methods tested once on the seeds of every comparison that made it alike, taken together,
+    and once on each planned pooling of some of them.
 
     Comparisons are alike when they agree in :data:`SETTINGS`, start from one build (:func:`start_accuracy`) and
     tested the claim paired by seed (their values keep :data:`DIFFERENCE`). A seed that two of them share is taken
@@ -177,11 +203,17 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
     ``compare.diff_verdict`` paired (a t-test on n - 1 df of the per-seed differences). Claims made alike by only one
     comparison are left out.
 
-    Returns one row per claim and experiment, in the order claims are first met: ``{"claim", "source", "seeds",
-    "comparisons", "verdict", "evidence"}``, ``seeds`` the frozenset taken, ``comparisons`` the names they came from.
-    """
-    from rlvr_recipes.launch.compare import diff_verdict
+    ``planned`` names the poolings that were planned before the last of their comparisons ran (``--planned``: each a
+    list of summary names, matched by file name). A pooling taken after the runs, or one that adds seeds to a planned
+    one after it came out, is not a test at the 5 % level; the rows say which is which. A claim's comparisons that
+    form a planned pooling (two or more of them) get its row, planned; all its alike comparisons get a row too,
+    unplanned, unless they are that very pooling.
 
+    Returns one row per claim, experiment and pooling, in the order claims are first met, planned rows first:
+    ``{"claim", "source", "seeds", "comparisons", "planned", "verdict", "evidence"}``, ``seeds`` the frozenset taken,
+    ``comparisons`` the names they came from.
+    """
+    plans = [frozenset(_base(n) for n in plan) for plan in planned]
     groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
     for name, summary in sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0])):
         setup = summary["setup"]
@@ -196,41 +228,61 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
         methods = [k for k in made[0][1]["values"] if k != DIFFERENCE][:2]
         if len(made) < 2 or higher is None or len(methods) != 2:
             continue
-        a, b, names = {}, {}, []
-        for name, claim in made:
-            values = claim["values"]
-            if [k for k in values if k != DIFFERENCE][:2] != methods:
-                continue
-            new = [s for s in values[DIFFERENCE] if s not in a and s in values[methods[0]] and s in values[methods[1]]]
-            if new:
-                names.append(name)
-            for s in new:
-                a[s], b[s] = float(values[methods[0]][s]), float(values[methods[1]][s])
-        if len(names) < 2:
-            continue
-        seeds = sorted(a, key=int)
-        verdict, evidence = diff_verdict([a[s] for s in seeds], [b[s] for s in seeds], higher, paired=True)
-        rows.append({"claim": title, "source": made[0][1].get("source", ""), "seeds": frozenset(int(s) for s in seeds),
-                     "comparisons": names, "verdict": verdict, "evidence": evidence})
+        made = [(n, c) for n, c in made if [k for k in c["values"] if k != DIFFERENCE][:2] == methods]
+        everyone = frozenset(_base(n) for n, _ in made)
+        pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan in plans) if len(plan) >= 2]
+        if everyone not in {plan for plan, _ in pools}:
+            pools.append((everyone, False))
+        for pool, is_planned in pools:
+            row = _pooled_row(title, [(n, c) for n, c in made if _base(n) in pool], methods, higher, is_planned)
+            if row is not None:
+                rows.append(row)
     return rows
+
+
+def _base(name: str) -> str:
+    """A summary's file name: how ``--planned`` names it, whichever folder the command gave."""
+    return os.path.basename(name)
 
 
 #: what the pooled table is, above it (``--pool``)
 POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two methods tested once on all the seeds of "
                   "the comparisons that made it with the same settings and the same build of the task, by the paired "
-                  "t-test each of them used. Whether a pooling was planned before its last comparison ran is for the "
-                  "text around the table to say: the tool cannot know.\n\n")
+                  "t-test each of them used. `planned`: yes where the pooling was named (`--planned`) before the last "
+                  "of its comparisons ran, so that its verdict is one test at the 5 % level; no where the comparisons "
+                  "were taken together after they ran, or seeds were added to a planned pooling after it came out, "
+                  "which is not such a test.\n\n")
 
 
 def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The pooled rows (:func:`pooled`) as a Markdown table, a line per claim."""
+    """The pooled rows (:func:`pooled`) as a Markdown table, a line per claim and pooling."""
     if not rows:
         return "No claim was tested alike by two comparisons.\n"
-    lines = ["| claim | paper | seeds | comparisons | verdict | evidence |", "|---|---|---|---|---|---|"]
+    lines = ["| claim | paper | seeds | comparisons | planned | verdict | evidence |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['claim']} | {row['source']} | {seed_label(row['seeds'])} | {len(row['comparisons'])} | "
-                     f"{cell(row)} | {row['evidence']} |")
+                     f"{'yes' if row['planned'] else 'no'} | {cell(row)} | {row['evidence']} |")
     return "\n".join(lines) + "\n"
+
+
+def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[list[str]]:
+    """``--planned`` values (comma-separated summary names) as lists of names.
+
+    Raises:
+        ValueError: a pooling of fewer than two summaries, or one naming a summary the command was not given, naming
+            it.
+    """
+    given = {_base(n) for n in names}
+    plans = []
+    for spec in specs:
+        plan = [p for p in spec.split(",") if p]
+        if len(set(map(_base, plan))) < 2:
+            raise ValueError(f"--planned {spec!r}: a pooling names two summaries or more, comma-separated")
+        missing = [p for p in plan if _base(p) not in given]
+        if missing:
+            raise ValueError(f"--planned {spec!r}: {', '.join(missing)} is not among the summaries given")
+        plans.append(plan)
+    return plans
 
 
 def publish(text: str, doc: str) -> None:
@@ -264,15 +316,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
     parser.add_argument("--pool", action="store_true",
                         help="also test each paired claim once on the seeds of all the comparisons that made it alike")
+    parser.add_argument("--planned", metavar="A.json,B.json", action="append", default=[],
+                        help="with --pool: these summaries' comparisons were planned to be taken together before the "
+                             "last of them ran (repeat for each such pooling); their pooled rows are marked planned")
     args = parser.parse_args(argv)
     try:
+        if args.planned and not args.pool:
+            raise ValueError("--planned marks rows of the pooled table: give --pool with it")
+        plans = planned_poolings(args.planned, args.summaries)
         summaries = read_summaries(args.summaries)
         text = markdown(ledger(summaries))
         if args.pool:
-            text += POOLED_HEADING + pooled_markdown(pooled(summaries))
+            text += POOLED_HEADING + pooled_markdown(pooled(summaries, plans))
         if args.publish:
             command = "python -m rlvr_recipes.launch.verdicts " + " ".join(
-                [*(shlex.quote(p) for p in args.summaries), *(["--pool"] if args.pool else [])])
+                [*(shlex.quote(p) for p in args.summaries), *(["--pool"] if args.pool else []),
+                 *(f"--planned {shlex.quote(p)}" for p in args.planned)])
             publish(f"`{command}`\n\n{text}", args.publish)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
