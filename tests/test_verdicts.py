@@ -199,8 +199,11 @@ def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():
     assert lines[0] == "| claim | paper | seeds | comparisons | planned | verdict | evidence |"
     assert lines[2].startswith(f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | yes | held (p 0.0163) |")
     assert lines[3].startswith(f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6,10-11 | 3 | no | held (p 0.000573) |")
-    # a planned pooling that is all the alike comparisons is one row, planned
+    # a planned pooling that is all the alike comparisons is one row, planned, and so is one that the others add no
+    # seed to (a replay of seeds 0-1 is taken from the first)
     assert [r["planned"] for r in pooled(summaries[1:], [["a.json", "b.json"]])] == [True]
+    replay = _paired(0, [0.0, 0.0], [0.9, 0.9])
+    assert [r["planned"] for r in pooled([*summaries[1:], ("r.json", replay)], [["a.json", "b.json"]])] == [True]
     # a planned pooling of which only one comparison made the claim alike adds no row
     other = _paired(20, [0.1, 0.2], [0.0, 0.0], overrides=("a=2",))
     assert [r["planned"] for r in pooled([*summaries, ("o.json", other)], [["a.json", "o.json"]])] == [False]

@@ -207,7 +207,7 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
     list of summary names, matched by file name). A pooling taken after the runs, or one that adds seeds to a planned
     one after it came out, is not a test at the 5 % level; the rows say which is which. A claim's comparisons that
     form a planned pooling (two or more of them) get its row, planned; all its alike comparisons get a row too,
-    unplanned, unless they are that very pooling.
+    unplanned, unless they add no seed to a planned one.
 
     Returns one row per claim, experiment and pooling, in the order claims are first met, planned rows first:
     ``{"claim", "source", "seeds", "comparisons", "planned", "verdict", "evidence"}``, ``seeds`` the frozenset taken,
@@ -233,10 +233,12 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
         pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan in plans) if len(plan) >= 2]
         if everyone not in {plan for plan, _ in pools}:
             pools.append((everyone, False))
+        taken = set()  # the seeds of the rows made: a pooling of all that adds no seed to a planned one is that one
         for pool, is_planned in pools:
             row = _pooled_row(title, [(n, c) for n, c in made if _base(n) in pool], methods, higher, is_planned)
-            if row is not None:
+            if row is not None and row["seeds"] not in taken:
                 rows.append(row)
+                taken.add(row["seeds"])
     return rows
 
 
