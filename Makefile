@@ -32,6 +32,9 @@
 #                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
 #                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
 #                    names (reads their summaries, trains nothing; writes docs/lab.md's "The verdicts at a glance")
+#   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
+#                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
+#                    and GRPO-N against GRPO on seeds 113-116"
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -66,7 +69,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size toy bench clean
+	lab-replay lab-group-size lab-exploration toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -173,6 +176,15 @@ lab-group-size-%: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_MORE_ARGS) --jobs $(LAB_JOBS) \
 		--out runs/lab_group_size_$*
 	cp runs/lab_group_size_$*/summary.json benchmarks/lab_group_size_$*_summary.json
+
+# the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
+# (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
+LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae
+LAB_EXPLORATION_ARGS ?= --seeds 4 --first-seed 113 --steps 50 --passk-samples 64
+lab-exploration: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown \
+		--methods $(LAB_EXPLORATION_METHODS) $(LAB_EXPLORATION_ARGS) --jobs $(LAB_JOBS) --out runs/lab_exploration
+	cp runs/lab_exploration/summary.json benchmarks/lab_exploration_summary.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
