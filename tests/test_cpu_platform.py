@@ -287,6 +287,23 @@ def test_server_answer_belongs_to_the_request_not_to_its_batch(tiny_model):
     assert server._generate_batch([[5, 6, 7]], key, [(13, 14)])[0][0] != alone[0][0]
 
 
+def test_rollout_batch_numerics_compares_answers_and_widens_a_call(tiny_model):
+    """benchmarks/rollout_batch_numerics.py: its comparison worked by hand, the same call twice equal to the last bit,
+    and a call widened by one filler row whose answer is dropped."""
+    from benchmarks.rollout_batch_numerics import answer, compare
+
+    reference = [([1, 2], [-0.5, -0.25]), ([3], [-1.0])]
+    assert compare(reference, [0, 1], [([1, 2], [-0.5, -0.125]), ([4], [-1.0])]) == {
+        "answers": 2, "bitwise_equal": False, "largest_logprob_diff": 0.125, "answers_with_other_tokens": 1}
+    assert compare(reference, [1], [([3], [-1.0])])["bitwise_equal"] is True
+    server = _server(tiny_model)
+    prompts = [[5, 6, 7], [4, 4], [9, 9, 9, 9, 9]]
+    first = answer(server, prompts, [0, 1, 2], 5)
+    assert compare(first, [0, 1, 2], answer(server, prompts, [0, 1, 2], 5))["bitwise_equal"] is True
+    before = server.stats()["requests"]
+    assert len(answer(server, prompts, [1], 7)) == 1 and server.stats()["requests"] == before + 2
+
+
 def test_two_servers_of_one_seed_answer_a_group_alike_whatever_the_arrival_order(tiny_model):
     """Two runs of one seed: the n samples of a prompt are the same n answers, whichever order the requests
     arrive in and however they are batched; another seed or another step draws others."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -291,10 +292,11 @@ def test_make_lab_passk256_is_the_command_of_its_committed_scores():
     assert re.search(r"^lab-confirm:.*\n(?:\t.*\n)*\t.*--out runs/lab_confirm\n", makefile, re.M)
 
 
-def _make_recipe(target: str, stem: str = "") -> tuple[str, list[str]]:
+def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
     """The Makefile and the command lines of ``target``'s recipe, continuation lines joined, ``$(PY)`` read as
-    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value. For a
-    pattern rule (``target`` with ``%``), ``stem`` is what ``%`` matched, and ``$*`` reads as it."""
+    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value, or by
+    ``given[NAME]`` (a variable set on make's command line). For a pattern rule (``target`` with ``%``), ``stem`` is
+    what ``%`` matched, and ``$*`` reads as it."""
     import re
 
     with open(os.path.join(ROOT, "Makefile")) as f:
@@ -302,6 +304,7 @@ def _make_recipe(target: str, stem: str = "") -> tuple[str, list[str]]:
     recipe = re.search(rf"^{re.escape(target)}: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1)
     recipe = recipe.replace("\\\n", " ")
     defaults = dict(re.findall(r"^([A-Z0-9_]+) \?= ?(.*)$", makefile, re.M))
+    defaults.update(given or {})
     recipe = re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: "python" if m.group(1) == "PY" else defaults[m.group(1)], recipe)
     return makefile, [line.strip() for line in recipe.replace("$*", stem).strip().split("\n")]
 
@@ -459,3 +462,30 @@ def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, ste
     assert copy.split() == ["cp", f"runs/{name}/summary.json", f"benchmarks/{name}_summary.json"]
     assert setup["acr_cut"] == "all subgroups" and setup["methods"] == ["grpo", "grpo_g4", "grpo_g2"]
     assert setup["first_seed"] == first_seed and setup["seeds"] == 3
+
+
+def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
+    """The group-size comparisons that ran with other methods or seeds (docs/lab.md gives each as `make
+    lab-group-size-N LAB_GROUP_SIZE_MORE_ARGS="..."`): the pattern rule with those arguments runs the command the
+    committed summary records, from the first seed N, and copies the summary there. Every committed group-size summary
+    is checked here or by the test above."""
+    import glob
+    import re
+    import shlex
+
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        doc = f.read()
+    given = {seed: " ".join(args.split())
+             for seed, args in re.findall(r'`make lab-group-size-(\d+) LAB_GROUP_SIZE_MORE_ARGS="([^"]+)"`', doc)}
+    assert "99" in given
+    for seed, args in given.items():
+        name = f"lab_group_size_{seed}"
+        _, (train, copy) = _make_recipe("lab-group-size-%", seed, {"LAB_GROUP_SIZE_MORE_ARGS": args})
+        with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
+            setup = json.load(f)["setup"]
+        assert shlex.split(train) == shlex.split(setup["command"]), seed
+        assert copy.split() == ["cp", f"runs/{name}/summary.json", f"benchmarks/{name}_summary.json"]
+        assert setup["first_seed"] == int(seed) and setup["acr_cut"] == "all subgroups"
+    checked = {"lab_group_size", "lab_group_size_93", "lab_group_size_96", *(f"lab_group_size_{s}" for s in given)}
+    for path in glob.glob(os.path.join(ROOT, "benchmarks", "lab_group_size*_summary.json")):
+        assert os.path.basename(path)[: -len("_summary.json")] in checked, path
