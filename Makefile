@@ -203,7 +203,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_cw_grpo_70_summary.json benchmarks/lab_cw_grpo_80_summary.json \
 	benchmarks/lab_group_size_summary.json benchmarks/lab_group_size_93_summary.json \
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
-	benchmarks/lab_group_size_105_summary.json benchmarks/lab_confirm_passk256.json
+	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
+	benchmarks/lab_confirm_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json
 lab-verdicts: $(STAMP)

@@ -379,11 +379,13 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
 @pytest.mark.parametrize("target, variables, out, summary", [
     ("lab-confirm", "LAB_CONFIRM", "runs/lab_confirm", "lab_confirm_nine_summary.json"),
     ("lab-target", "LAB_TARGET", "runs/lab_target", "lab_target_summary.json"),
+    ("lab-exploration", "LAB_EXPLORATION", "runs/lab_exploration", "lab_exploration_summary.json"),
 ])
 def test_make_target_reproduces_its_committed_summary(target, variables, out, summary):
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
-    comparison: the methods, seeds, first seed, steps and pass@k samples each passes are those its committed summary
-    was made with, and it copies the summary it writes over the committed one."""
+    comparison, `make lab-exploration` behind the exploration claims on seeds 113-116: the methods, seeds, first
+    seed, steps and pass@k samples each passes are those its committed summary was made with, and it copies the
+    summary it writes over the committed one."""
     import re
 
     from rlvr_recipes.launch.cpu_run import method_overrides, registered
