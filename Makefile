@@ -35,6 +35,10 @@
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"
+#   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
+#                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
+#                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
+#                    down"
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -69,7 +73,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration toy bench clean
+	lab-replay lab-group-size lab-exploration lab-symmetry toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -185,6 +189,15 @@ lab-exploration: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown \
 		--methods $(LAB_EXPLORATION_METHODS) $(LAB_EXPLORATION_ARGS) --jobs $(LAB_JOBS) --out runs/lab_exploration
 	cp runs/lab_exploration/summary.json benchmarks/lab_exploration_summary.json
+
+# the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
+# Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
+LAB_SYMMETRY_METHODS ?= grpo,agrae_pos_dominant,agrae_neg_dominant
+LAB_SYMMETRY_ARGS ?= --seeds 4 --first-seed 117 --steps 50 --passk-samples 64
+lab-symmetry: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown \
+		--methods $(LAB_SYMMETRY_METHODS) $(LAB_SYMMETRY_ARGS) --jobs $(LAB_JOBS) --out runs/lab_symmetry
+	cp runs/lab_symmetry/summary.json benchmarks/lab_symmetry_summary.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -49,13 +49,15 @@ from rlvr_recipes.launch.compare import (CW_GRPO_BASELINES, EXPLORATION_CLAIMS, 
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
-#: (method, its baseline, figure, paper): the pairs of the lab's claims about learning (launch.compare.claims), the
-#: exploration claims on large-k pass@k (and pass@1 where claimed), CW-GRPO's on accuracy (pass@1 here)
-#: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS); entropy is not measured here
-FIGURE_OF_CLAIM = {"pass1": "pass@1", "passk": "pass@max"}
-CLAIM_PAIRS = (*((m, base, FIGURE_OF_CLAIM[name], source) for m, base, source, figures in EXPLORATION_CLAIMS
+#: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS), and whether the claim is
+#: that the method's lies above its baseline's; entropy is not measured here
+FIGURE_OF_CLAIM = {"pass1": ("pass@1", True), "passk": ("pass@max", True), "passk_below": ("pass@max", False)}
+#: (method, its baseline, figure, whether the claim is that the method's lies above, paper): the pairs of the lab's
+#: claims about learning (launch.compare.claims), the exploration claims on large-k pass@k (and pass@1 where
+#: claimed), CW-GRPO's on accuracy (pass@1 here)
+CLAIM_PAIRS = (*((m, base, *FIGURE_OF_CLAIM[name], source) for m, base, source, figures in EXPLORATION_CLAIMS
                  for name in FIGURE_OF_CLAIM if name in figures),
-               *(("cw_grpo", base, "pass@1", source) for base, source in CW_GRPO_BASELINES))
+               *(("cw_grpo", base, "pass@1", True, source) for base, source in CW_GRPO_BASELINES))
 
 
 def figures(props: dict[str, Any]) -> dict[str, float]:
@@ -136,14 +138,13 @@ def summarise(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[st
             row["vs_grpo_pass@1"] = _test(by[method]["pass@1"], by["grpo"]["pass@1"], by_seed)
         table[method] = row
     pairs = []
-    for method, base, key, source in CLAIM_PAIRS:
+    for method, base, key, _, source in CLAIM_PAIRS:
         if method not in by or base not in by:
             continue
         a, b = by[method][key], by[base][key]
         if min(len(a), len(b)) < 2 or (by_seed and len(set(a) & set(b)) < 2):
             continue
-        pairs.append({"method": method, "baseline": base, "figure": key, "source": source,
-                      **_test(a, b, by_seed)})
+        pairs.append({"method": method, "baseline": base, "figure": key, "source": source, **_test(a, b, by_seed)})
     return table, pairs
 
 
@@ -160,14 +161,18 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
     verdict was taken on; a claim needs two seeds scored on both sides.
     """
     by = {m: {k: {str(r["seed"]): r[k] for r in rs} for k in ("pass@1", "pass@max")} for m, rs in results.items()}
-    wording = {"pass@max": f"keeps large-k pass@{samples} above", "pass@1": "ends with pass@1 above"}
+    wording = {("pass@max", True): f"keeps large-k pass@{samples} above", ("pass@1", True): "ends with pass@1 above",
+               ("pass@max", False): f"ends with large-k pass@{samples} below"}
     tests = []
     if "grpo" in by:
         initial = {str(s): f["pass@max"] for s, f in start.items()}
         tests.append((f"grpo's large-k pass@{samples} ends below the initial model's", "001 Sec. 4.2, Fig. 2",
                       "grpo", by["grpo"]["pass@max"], "initial model", initial, False))
-    tests += [(f"{p['method']} {wording[p['figure']]} {p['baseline']}", p["source"], p["method"],
-               by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], True) for p in pairs]
+    higher = {(m, base, key): above for m, base, key, above, _ in CLAIM_PAIRS}
+    for p in pairs:
+        above = higher[p["method"], p["baseline"], p["figure"]]
+        tests.append((f"{p['method']} {wording[p['figure'], above]} {p['baseline']}", p["source"], p["method"],
+                      by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], above))
     out = []
     for claim, source, name, mine, base, theirs, higher in tests:
         seeds = sorted(set(mine) & set(theirs), key=int)

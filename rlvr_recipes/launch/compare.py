@@ -76,8 +76,8 @@ CURVES: list[tuple[str, str]] = [
 #: each method's own figures, plotted when its runs log them
 OWN_FIGURES = {"avspo": "avspo/tau_adapt", "aapo": "aapo/margin_mean", "agrae": "agrae/omega"}
 #: (method, its baseline, paper, figures): the exploration claims, each against the baseline the paper compares
-#: with; figures: ``entropy`` (kept above the baseline's), ``passk`` (large-k pass@k kept above the baseline's) and
-#: ``pass1`` (held-out pass@1 at the end above the baseline's)
+#: with; figures: ``entropy`` (kept above the baseline's), ``passk`` (large-k pass@k kept above the baseline's),
+#: ``pass1`` (held-out pass@1 at the end above the baseline's), and ``entropy_below`` and ``passk_below`` (below it)
 EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                       ("grpo_n", "grpo", "004 Sec. 4", ("entropy", "passk")),
                       ("gspo_n", "gspo", "004 Sec. 4", ("entropy", "passk")),
@@ -88,7 +88,15 @@ EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                       # A-GRAE on DAPO (as 001 ran it: no dynamic sampling, binary reward) and on Dr.GRPO: above its
                       # base at every k of 001 Table 2, pass@1 and the largest k alike
                       ("agrae_dapo_001", "dapo_001", "001 Table 2 (DAPO + A-GRAE row)", ("pass1", "passk")),
-                      ("agrae_drgrpo", "drgrpo", "001 Table 2 (Dr.GRPO + A-GRAE row)", ("pass1", "passk")))
+                      ("agrae_drgrpo", "drgrpo", "001 Table 2 (Dr.GRPO + A-GRAE row)", ("pass1", "passk")),
+                      # 001's Control Experiment I (Sec. 4.1-4.2, Table 1a, Fig. 2-3): GRPO with its positive
+                      # advantages x 10 (positive-dominant) has the most precipitous entropy decline and falls behind
+                      # at large k (k > 16); with them / 10 (negative-dominant) its entropy rises through training,
+                      # "diametrically opposed" to GRPO's, and it lies above GRPO's pass@k, more so as k grows
+                      ("agrae_pos_dominant", "grpo", "001 Sec. 4.2, Fig. 2-3 (Table 1 positive-dominant)",
+                       ("entropy_below", "passk_below")),
+                      ("agrae_neg_dominant", "grpo", "001 Sec. 4.2, Fig. 2-3 (Table 1 negative-dominant)",
+                       ("entropy", "passk")))
 #: (larger G, smaller G): GRPO trained at each group size with all else fixed (000 Sec. 3.4.6, Fig. 5: a larger G has
 #: lower ACR during training and higher final accuracy); grpo's G is cpu.yaml's 8
 GROUP_SIZE_CLAIMS = (("grpo", "grpo_g4"), ("grpo_g4", "grpo_g2"))
@@ -955,17 +963,21 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             *versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
-    # each figure an exploration claim can name: (the claim's wording, the run's value); higher is the claim
-    exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
-        "entropy": ("keeps entropy above", tail_of("actor/entropy")),
-        "pass1": ("ends with pass@1 above", lambda r: r["passk_end"][1]),
-        "passk": (f"keeps large-k pass@{kmax} above", lambda r: r["passk_end"][kmax]),
+    # each figure an exploration claim can name: (the claim's wording, the run's value, whether the claim is that
+    # the method's value lies above its baseline's)
+    entropy_of, passk_of = tail_of("actor/entropy"), (lambda r: r["passk_end"][kmax])
+    exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float], bool]] = {
+        "entropy": ("keeps entropy above", entropy_of, True),
+        "entropy_below": ("ends with entropy below", entropy_of, False),
+        "pass1": ("ends with pass@1 above", lambda r: r["passk_end"][1], True),
+        "passk": (f"keeps large-k pass@{kmax} above", passk_of, True),
+        "passk_below": (f"ends with large-k pass@{kmax} below", passk_of, False),
     }
     for method, base, source, figures in EXPLORATION_CLAIMS:
         if method in runs and base in runs:
-            for figure, (wording, per_run) in exploration_figures.items():
+            for figure, (wording, per_run, higher) in exploration_figures.items():
                 if figure in figures:
-                    add(f"{method} {wording} {base}", source, *versus(method, base, per_run, higher=True))
+                    add(f"{method} {wording} {base}", source, *versus(method, base, per_run, higher=higher))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         if "grpo" in runs:
