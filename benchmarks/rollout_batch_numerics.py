@@ -41,10 +41,7 @@ def answer(server: Any, prompts: list[list[int]], rows: list[int], width: int) -
     """The server's greedy answers to ``prompts[i]`` for ``i`` in ``rows``, in one call, the prompts left-padded to
     ``width`` (the server pads to the longest prompt: a filler prompt of ``width`` tokens, answered and dropped,
     widens the call)."""
-    from rlvr_recipes.cpu_backend.hf_server import SamplingKey
-
-    key = SamplingKey(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=server.response_length,
-                      logprobs=True, ignore_eos=False)
+    key = server._sampling_key(width, {"temperature": 0.0, "logprobs": True})
     batch = [prompts[i] for i in rows]
     longest = max(len(p) for p in batch)
     filler = [[server.pad_id] * (width - len(batch[0])) + batch[0]] if width > longest else []
@@ -94,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     reference = answer(server, prompts, everyone, width)
     rng = random.Random(0)
     shuffled = rng.sample(everyone, len(everyone))
-    cases = {"the same call again": everyone, "the same rows in another order": shuffled,
-             "the same rows padded 4 tokens wider": everyone}
+    # each case: the rows of its call and the tokens it is padded beyond the reference call's width
+    cases = {"the same call again": (everyone, 0), "the same rows in another order": (shuffled, 0),
+             "the same rows padded 4 tokens wider": (everyone, 4)}
     for size in (1, 8, 22, 40):
-        cases[f"{size} of the rows"] = sorted(rng.sample(everyone, size))
+        cases[f"{size} of the rows"] = (sorted(rng.sample(everyone, size)), 0)
     results = {}
-    for name, rows in cases.items():
-        wider = 4 if "wider" in name else 0
+    for name, (rows, wider) in cases.items():
         results[name] = compare(reference, rows, answer(server, prompts, rows, width + wider))
         r = results[name]
         print(f"{name:40s} bitwise equal: {str(r['bitwise_equal']):5s}  largest log-prob difference "

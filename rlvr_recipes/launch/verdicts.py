@@ -231,8 +231,7 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
         made = [(n, c) for n, c in made if [k for k in c["values"] if k != DIFFERENCE][:2] == methods]
         everyone = frozenset(_base(n) for n, _ in made)
         pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan in plans) if len(plan) >= 2]
-        if everyone not in {plan for plan, _ in pools}:
-            pools.append((everyone, False))
+        pools.append((everyone, False))
         taken = set()  # the seeds of the rows made: a pooling of all that adds no seed to a planned one is that one
         for pool, is_planned in pools:
             row = _pooled_row(title, [(n, c) for n, c in made if _base(n) in pool], methods, higher, is_planned)
