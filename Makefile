@@ -38,7 +38,7 @@
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
-#                    down"
+#                    down"; make lab-symmetry-121 GRPO and the positive-dominant control x 4 seeds from 121
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -199,6 +199,13 @@ lab-symmetry: $(STAMP)
 		--methods $(LAB_SYMMETRY_METHODS) $(LAB_SYMMETRY_ARGS) --jobs $(LAB_JOBS) --out runs/lab_symmetry
 	cp runs/lab_symmetry/summary.json benchmarks/lab_symmetry_summary.json
 
+# GRPO and its positive-dominant control again from another first seed: make lab-symmetry-121 (seeds 121-124)
+LAB_SYMMETRY_MORE_ARGS ?= --methods grpo,agrae_pos_dominant --seeds 4 --first-seed $* --steps 50 --passk-samples 64
+lab-symmetry-%: $(STAMP)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_SYMMETRY_MORE_ARGS) --jobs $(LAB_JOBS) \
+		--out runs/lab_symmetry_$*
+	cp runs/lab_symmetry_$*/summary.json benchmarks/lab_symmetry_$*_summary.json
+
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
 # committed runs, not of runs trained again here
@@ -218,8 +225,10 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
 	benchmarks/lab_confirm_passk256.json
-# the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98)
-LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json
+# the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
+# those of seeds 121-124 name 117-124)
+LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \
+	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool $(addprefix --planned ,$(LAB_PLANNED)) \
 		--publish docs/lab.md
