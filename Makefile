@@ -224,7 +224,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_summary.json benchmarks/lab_group_size_93_summary.json \
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
-	benchmarks/lab_confirm_passk256.json
+	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json benchmarks/lab_confirm_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \

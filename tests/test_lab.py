@@ -380,10 +380,12 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
     ("lab-confirm", "LAB_CONFIRM", "runs/lab_confirm", "lab_confirm_nine_summary.json"),
     ("lab-target", "LAB_TARGET", "runs/lab_target", "lab_target_summary.json"),
     ("lab-exploration", "LAB_EXPLORATION", "runs/lab_exploration", "lab_exploration_summary.json"),
+    ("lab-symmetry", "LAB_SYMMETRY", "runs/lab_symmetry", "lab_symmetry_summary.json"),
 ])
 def test_make_target_reproduces_its_committed_summary(target, variables, out, summary):
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
-    comparison, `make lab-exploration` behind the exploration claims on seeds 113-116: the methods, seeds, first
+    comparison, `make lab-exploration` behind the exploration claims on seeds 113-116, `make lab-symmetry` behind
+    001's Control Experiment I on seeds 117-120: the methods, seeds, first
     seed, steps and pass@k samples each passes are those its committed summary was made with, and it copies the
     summary it writes over the committed one."""
     import re
@@ -448,13 +450,20 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
 
 
-@pytest.mark.parametrize("target,stem,name,first_seed", [("lab-group-size", "", "lab_group_size", 90),
-                                                          ("lab-group-size-%", "93", "lab_group_size_93", 93),
-                                                          ("lab-group-size-%", "96", "lab_group_size_96", 96)])
-def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, stem, name, first_seed):
+GROUP_SIZES = ["grpo", "grpo_g4", "grpo_g2"]
+
+
+@pytest.mark.parametrize("target,stem,name,first_seed,methods,seeds", [
+    ("lab-group-size", "", "lab_group_size", 90, GROUP_SIZES, 3),
+    ("lab-group-size-%", "93", "lab_group_size_93", 93, GROUP_SIZES, 3),
+    ("lab-group-size-%", "96", "lab_group_size_96", 96, GROUP_SIZES, 3),
+    ("lab-symmetry-%", "121", "lab_symmetry_121", 121, ["grpo", "agrae_pos_dominant"], 4),
+])
+def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds):
     """`make lab-group-size` (and `make lab-group-size-93` and `-96`, by the pattern rule) runs the command its
     committed summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and
-    copies its summary there."""
+    copies its summary there; so does `make lab-symmetry-121` (docs/lab.md, "The positive-dominant control again on
+    seeds 121-124")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem)
@@ -462,8 +471,8 @@ def test_make_lab_group_size_is_the_command_of_its_committed_summary(target, ste
         setup = json.load(f)["setup"]
     assert shlex.split(train) == shlex.split(setup["command"])
     assert copy.split() == ["cp", f"runs/{name}/summary.json", f"benchmarks/{name}_summary.json"]
-    assert setup["acr_cut"] == "all subgroups" and setup["methods"] == ["grpo", "grpo_g4", "grpo_g2"]
-    assert setup["first_seed"] == first_seed and setup["seeds"] == 3
+    assert setup["acr_cut"] == "all subgroups" and setup["methods"] == methods
+    assert setup["first_seed"] == first_seed and setup["seeds"] == seeds
 
 
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
