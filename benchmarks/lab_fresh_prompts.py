@@ -168,9 +168,9 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
         initial = {str(s): f["pass@max"] for s, f in start.items()}
         tests.append((f"grpo's large-k pass@{samples} ends below the initial model's", "001 Sec. 4.2, Fig. 2",
                       "grpo", by["grpo"]["pass@max"], "initial model", initial, False))
-    higher = {(m, base, key): above for m, base, key, above, _ in CLAIM_PAIRS}
+    claimed_above = {(m, base, key): above for m, base, key, above, _ in CLAIM_PAIRS}
     for p in pairs:
-        above = higher[p["method"], p["baseline"], p["figure"]]
+        above = claimed_above[p["method"], p["baseline"], p["figure"]]
         tests.append((f"{p['method']} {wording[p['figure'], above]} {p['baseline']}", p["source"], p["method"],
                       by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], above))
     out = []
