@@ -149,62 +149,55 @@ lab: $(STAMP)
 		--out runs/lab --publish docs/lab.md
 	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
 
+# one lab comparison on the countdown task in $(LAB_JOBS) lanes: $(1) its methods and arguments, $(2) its folder under
+# runs/; its summary is then copied over benchmarks/$(3)_summary.json (over $(2)'s name when $(3) is not given)
+define lab_comparison
+$(PY) -m rlvr_recipes.launch.compare --task countdown $(1) --jobs $(LAB_JOBS) --out runs/$(2)
+cp runs/$(2)/summary.json benchmarks/$(or $(3),$(2))_summary.json
+endef
+
 # the runs behind docs/lab.md's "All nine claims on seeds 50-57": 48 runs of 50 steps; a run trained in 324-632 s in
 # two lanes (mean 529 s, start-up in it), and about 316 s of wall time a run with its scoring: about 4.2 h on 2 cores
 LAB_CONFIRM_METHODS ?= grpo,grpo_n,cw_grpo,avspo,aapo,agrae
 LAB_CONFIRM_ARGS ?= --seeds 8 --first-seed 50 --steps 50 --passk-samples 64
 lab-confirm: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_CONFIRM_METHODS) $(LAB_CONFIRM_ARGS) \
-		--jobs $(LAB_JOBS) --out runs/lab_confirm
-	cp runs/lab_confirm/summary.json benchmarks/lab_confirm_nine_summary.json
+	$(call lab_comparison,--methods $(LAB_CONFIRM_METHODS) $(LAB_CONFIRM_ARGS),lab_confirm,lab_confirm_nine)
 
 # the runs behind docs/lab.md's "The 2-hour comparison, run": 42 runs of 50 steps, 6560 s in two lanes on 2 cores
 # when they ran (a run with its scoring 227-412 s)
 LAB_TARGET_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,clip_cov,gspo,gspo_n,dapo,drgrpo,w_reinforce
 LAB_TARGET_ARGS ?= --seeds 3 --first-seed 40 --steps 50 --passk-samples 64
 lab-target: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS) \
-		--jobs $(LAB_JOBS) --out runs/lab_target
-	cp runs/lab_target/summary.json benchmarks/lab_target_summary.json
+	$(call lab_comparison,--methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS),lab_target)
 
 # the runs behind docs/lab.md's "ACR and accuracy against the group size, each G trained at its own": 9 runs
 LAB_GROUP_SIZE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed 90 --steps 50 --passk-samples 64
 lab-group-size: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab_group_size
-	cp runs/lab_group_size/summary.json benchmarks/lab_group_size_summary.json
+	$(call lab_comparison,$(LAB_GROUP_SIZE_ARGS),lab_group_size)
 
 # the same 9 runs from another first seed: make lab-group-size-93 (seeds 93-95), make lab-group-size-96 (96-98)
 LAB_GROUP_SIZE_MORE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed $* --steps 50 --passk-samples 64
 lab-group-size-%: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_GROUP_SIZE_MORE_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab_group_size_$*
-	cp runs/lab_group_size_$*/summary.json benchmarks/lab_group_size_$*_summary.json
+	$(call lab_comparison,$(LAB_GROUP_SIZE_MORE_ARGS),lab_group_size_$*)
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
 LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae
 LAB_EXPLORATION_ARGS ?= --seeds 4 --first-seed 113 --steps 50 --passk-samples 64
 lab-exploration: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown \
-		--methods $(LAB_EXPLORATION_METHODS) $(LAB_EXPLORATION_ARGS) --jobs $(LAB_JOBS) --out runs/lab_exploration
-	cp runs/lab_exploration/summary.json benchmarks/lab_exploration_summary.json
+	$(call lab_comparison,--methods $(LAB_EXPLORATION_METHODS) $(LAB_EXPLORATION_ARGS),lab_exploration)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
 LAB_SYMMETRY_METHODS ?= grpo,agrae_pos_dominant,agrae_neg_dominant
 LAB_SYMMETRY_ARGS ?= --seeds 4 --first-seed 117 --steps 50 --passk-samples 64
 lab-symmetry: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown \
-		--methods $(LAB_SYMMETRY_METHODS) $(LAB_SYMMETRY_ARGS) --jobs $(LAB_JOBS) --out runs/lab_symmetry
-	cp runs/lab_symmetry/summary.json benchmarks/lab_symmetry_summary.json
+	$(call lab_comparison,--methods $(LAB_SYMMETRY_METHODS) $(LAB_SYMMETRY_ARGS),lab_symmetry)
 
 # GRPO and its positive-dominant control again from another first seed: make lab-symmetry-121 (seeds 121-124)
 LAB_SYMMETRY_MORE_ARGS ?= --methods grpo,agrae_pos_dominant --seeds 4 --first-seed $* --steps 50 --passk-samples 64
 lab-symmetry-%: $(STAMP)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_SYMMETRY_MORE_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab_symmetry_$*
-	cp runs/lab_symmetry_$*/summary.json benchmarks/lab_symmetry_$*_summary.json
+	$(call lab_comparison,$(LAB_SYMMETRY_MORE_ARGS),lab_symmetry_$*)
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -44,18 +44,19 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import (CW_GRPO_BASELINES, EXPLORATION_CLAIMS, diff_verdict, finished_runs,
-                                         paired_change, welch_test)
+from rlvr_recipes.launch.compare import (CLAIMED_ABOVE, CW_GRPO_BASELINES, EXPLORATION_CLAIMS, diff_verdict,
+                                         finished_runs, paired_change, welch_test)
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
-#: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS), and whether the claim is
-#: that the method's lies above its baseline's; entropy is not measured here
-FIGURE_OF_CLAIM = {"pass1": ("pass@1", True), "passk": ("pass@max", True), "passk_below": ("pass@max", False)}
+#: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS; its direction is
+#: compare.CLAIMED_ABOVE's); entropy is not measured here
+FIGURE_OF_CLAIM = {"pass1": "pass@1", "passk": "pass@max", "passk_below": "pass@max"}
 #: (method, its baseline, figure, whether the claim is that the method's lies above, paper): the pairs of the lab's
 #: claims about learning (launch.compare.claims), the exploration claims on large-k pass@k (and pass@1 where
 #: claimed), CW-GRPO's on accuracy (pass@1 here)
-CLAIM_PAIRS = (*((m, base, *FIGURE_OF_CLAIM[name], source) for m, base, source, figures in EXPLORATION_CLAIMS
+CLAIM_PAIRS = (*((m, base, FIGURE_OF_CLAIM[name], CLAIMED_ABOVE[name], source)
+                 for m, base, source, figures in EXPLORATION_CLAIMS
                  for name in FIGURE_OF_CLAIM if name in figures),
                *(("cw_grpo", base, "pass@1", True, source) for base, source in CW_GRPO_BASELINES))
 

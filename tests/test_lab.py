@@ -289,24 +289,23 @@ def test_make_lab_passk256_is_the_command_of_its_committed_scores():
         command = json.load(f)["command"]
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
     assert shlex.split(recipe) == shlex.split(command)
-    assert re.search(r"^lab-confirm:.*\n(?:\t.*\n)*\t.*--out runs/lab_confirm\n", makefile, re.M)
+    train, _ = _make_recipe("lab-confirm")[1]
+    assert train.endswith(" --out runs/lab_confirm")
 
 
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
-    """The Makefile and the command lines of ``target``'s recipe, continuation lines joined, ``$(PY)`` read as
-    ``python`` and each ``$(NAME)`` that the Makefile sets with ``NAME ?= value`` replaced by its value, or by
-    ``given[NAME]`` (a variable set on make's command line). For a pattern rule (``target`` with ``%``), ``stem`` is
-    what ``%`` matched, and ``$*`` reads as it."""
-    import re
+    """The Makefile and the command lines make runs for ``target`` (``make -n``: printed, not run), continuation lines
+    joined: ``$(PY)`` set to ``python``, the venv's stamp not remade, no variable taken from the environment, and
+    ``given`` set on make's command line. For a pattern rule (``target`` with ``%``), ``stem`` is what ``%`` matches."""
+    import subprocess
 
     with open(os.path.join(ROOT, "Makefile")) as f:
         makefile = f.read()
-    recipe = re.search(rf"^{re.escape(target)}: \$\(STAMP\)\n((?:\t.*\n)+)", makefile, re.M).group(1)
-    recipe = recipe.replace("\\\n", " ")
-    defaults = dict(re.findall(r"^([A-Z0-9_]+) \?= ?(.*)$", makefile, re.M))
-    defaults.update(given or {})
-    recipe = re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: "python" if m.group(1) == "PY" else defaults[m.group(1)], recipe)
-    return makefile, [line.strip() for line in recipe.replace("$*", stem).strip().split("\n")]
+    command = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "PY=python", target.replace("%", stem),
+               *(f"{name}={value}" for name, value in (given or {}).items())]
+    printed = subprocess.run(command, cwd=ROOT, env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+                             check=True).stdout
+    return makefile, [line.strip() for line in printed.replace("\\\n", " ").strip().split("\n")]
 
 
 def _check_kept_figures(name: str, summary: dict) -> int:
@@ -377,39 +376,32 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
 
 
 @pytest.mark.parametrize("target, variables, out, summary", [
-    ("lab-confirm", "LAB_CONFIRM", "runs/lab_confirm", "lab_confirm_nine_summary.json"),
-    ("lab-target", "LAB_TARGET", "runs/lab_target", "lab_target_summary.json"),
-    ("lab-exploration", "LAB_EXPLORATION", "runs/lab_exploration", "lab_exploration_summary.json"),
-    ("lab-symmetry", "LAB_SYMMETRY", "runs/lab_symmetry", "lab_symmetry_summary.json"),
+    ("lab-confirm", "LAB_CONFIRM", "lab_confirm", "lab_confirm_nine_summary.json"),
+    ("lab-target", "LAB_TARGET", "lab_target", "lab_target_summary.json"),
+    ("lab-exploration", "LAB_EXPLORATION", "lab_exploration", "lab_exploration_summary.json"),
+    ("lab-symmetry", "LAB_SYMMETRY", "lab_symmetry", "lab_symmetry_summary.json"),
 ])
 def test_make_target_reproduces_its_committed_summary(target, variables, out, summary):
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
     comparison, `make lab-exploration` behind the exploration claims on seeds 113-116, `make lab-symmetry` behind
-    001's Control Experiment I on seeds 117-120: the methods, seeds, first
-    seed, steps and pass@k samples each passes are those its committed summary was made with, and it copies the
-    summary it writes over the committed one."""
+    001's Control Experiment I on seeds 117-120: each runs the command its committed summary records, with methods
+    this package registers, and copies the summary it writes over the committed one."""
     import re
+    import shlex
 
     from rlvr_recipes.launch.cpu_run import method_overrides, registered
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "Makefile")) as f:
-        makefile = f.read()
+    makefile, (train, copy) = _make_recipe(target)
     methods = re.search(rf"^{variables}_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
-    args = re.search(rf"^{variables}_ARGS \?= (.+)$", makefile, re.M).group(1).split()
     estimators, _ = registered()
     for method in methods:
         assert method_overrides(method, estimators), method
-    with open(os.path.join(root, "benchmarks", summary)) as f:
+    with open(os.path.join(ROOT, "benchmarks", summary)) as f:
         setup = json.load(f)["setup"]
     assert methods == setup["methods"] and setup["missing_runs"] == []
-    for key, field in (("--seeds", "seeds"), ("--first-seed", "first_seed"), ("--steps", "steps"),
-                       ("--passk-samples", "passk_samples")):
-        assert int(args[args.index(key) + 1]) == setup[field], key
-    recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
-    assert f"--methods $({variables}_METHODS) $({variables}_ARGS)" in recipe and f"--out {out}" in recipe
-    assert f"\tcp {out}/summary.json benchmarks/{summary}\n" in recipe
-    assert "--task countdown" in setup["command"] and f"--out {out}" in setup["command"]
+    assert shlex.split(train) == shlex.split(setup["command"])
+    assert copy.split() == ["cp", f"runs/{out}/summary.json", f"benchmarks/{summary}"]
+    assert "--task countdown" in setup["command"] and f"--out runs/{out}" in setup["command"]
 
 
 def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
@@ -450,13 +442,13 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
 
 
-GROUP_SIZES = ["grpo", "grpo_g4", "grpo_g2"]
+GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
 
 
 @pytest.mark.parametrize("target,stem,name,first_seed,methods,seeds", [
-    ("lab-group-size", "", "lab_group_size", 90, GROUP_SIZES, 3),
-    ("lab-group-size-%", "93", "lab_group_size_93", 93, GROUP_SIZES, 3),
-    ("lab-group-size-%", "96", "lab_group_size_96", 96, GROUP_SIZES, 3),
+    ("lab-group-size", "", "lab_group_size", 90, GROUP_SIZE_METHODS, 3),
+    ("lab-group-size-%", "93", "lab_group_size_93", 93, GROUP_SIZE_METHODS, 3),
+    ("lab-group-size-%", "96", "lab_group_size_96", 96, GROUP_SIZE_METHODS, 3),
     ("lab-symmetry-%", "121", "lab_symmetry_121", 121, ["grpo", "agrae_pos_dominant"], 4),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds):

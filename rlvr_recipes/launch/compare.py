@@ -97,6 +97,9 @@ EXPLORATION_CLAIMS = (("agrae", "grpo", "001 Sec. 5", ("entropy", "passk")),
                        ("entropy_below", "passk_below")),
                       ("agrae_neg_dominant", "grpo", "001 Sec. 4.2, Fig. 2-3 (Table 1 negative-dominant)",
                        ("entropy", "passk")))
+#: each figure an exploration claim can name (:data:`EXPLORATION_CLAIMS`): whether the claim is that the method's
+#: value lies above its baseline's (True) or below it (False)
+CLAIMED_ABOVE = {"entropy": True, "entropy_below": False, "pass1": True, "passk": True, "passk_below": False}
 #: (larger G, smaller G): GRPO trained at each group size with all else fixed (000 Sec. 3.4.6, Fig. 5: a larger G has
 #: lower ACR during training and higher final accuracy); grpo's G is cpu.yaml's 8
 GROUP_SIZE_CLAIMS = (("grpo", "grpo_g4"), ("grpo_g4", "grpo_g2"))
@@ -963,21 +966,22 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             *versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
-    # each figure an exploration claim can name: (the claim's wording, the run's value, whether the claim is that
-    # the method's value lies above its baseline's)
+    # each figure an exploration claim can name: (the claim's wording, the run's value); its direction is
+    # CLAIMED_ABOVE's
     entropy_of, passk_of = tail_of("actor/entropy"), (lambda r: r["passk_end"][kmax])
-    exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float], bool]] = {
-        "entropy": ("keeps entropy above", entropy_of, True),
-        "entropy_below": ("ends with entropy below", entropy_of, False),
-        "pass1": ("ends with pass@1 above", lambda r: r["passk_end"][1], True),
-        "passk": (f"keeps large-k pass@{kmax} above", passk_of, True),
-        "passk_below": (f"ends with large-k pass@{kmax} below", passk_of, False),
+    exploration_figures: dict[str, tuple[str, Callable[[dict[str, Any]], float]]] = {
+        "entropy": ("keeps entropy above", entropy_of),
+        "entropy_below": ("ends with entropy below", entropy_of),
+        "pass1": ("ends with pass@1 above", lambda r: r["passk_end"][1]),
+        "passk": (f"keeps large-k pass@{kmax} above", passk_of),
+        "passk_below": (f"ends with large-k pass@{kmax} below", passk_of),
     }
     for method, base, source, figures in EXPLORATION_CLAIMS:
         if method in runs and base in runs:
-            for figure, (wording, per_run, higher) in exploration_figures.items():
+            for figure, (wording, per_run) in exploration_figures.items():
                 if figure in figures:
-                    add(f"{method} {wording} {base}", source, *versus(method, base, per_run, higher=higher))
+                    add(f"{method} {wording} {base}", source,
+                        *versus(method, base, per_run, higher=CLAIMED_ABOVE[figure]))
     if "cw_grpo" in runs:
         std_of = lambda r: float(np.std(list(r["curves"]["actor/entropy"].values())))  # noqa: E731
         if "grpo" in runs:
