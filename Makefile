@@ -39,6 +39,9 @@
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
 #                    down"; make lab-symmetry-121 GRPO and the positive-dominant control x 4 seeds from 121
+#   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
+#                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
+#                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -73,7 +76,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration lab-symmetry toy bench clean
+	lab-replay lab-group-size lab-exploration lab-symmetry lab-entropy-probe toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -198,6 +201,12 @@ lab-symmetry: $(STAMP)
 LAB_SYMMETRY_MORE_ARGS ?= --methods grpo,agrae_pos_dominant --seeds 4 --first-seed $* --steps 50 --passk-samples 64
 lab-symmetry-%: $(STAMP)
 	$(call lab_comparison,$(LAB_SYMMETRY_MORE_ARGS),lab_symmetry_$*)
+
+# the probe behind docs/lab.md's "One update's effect on entropy": from the warm start, each method's first optimizer
+# step on one batch of a seed and its effect on the held-out entropy, 32 batches (seeds 125-156); trains no run
+LAB_PROBE_ARGS ?= --seeds 32 --first-seed 125
+lab-entropy-probe: $(STAMP)
+	$(PY) benchmarks/lab_entropy_probe.py $(LAB_PROBE_ARGS) --json benchmarks/lab_entropy_probe.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

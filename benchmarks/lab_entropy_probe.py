@@ -1,0 +1,235 @@
+"""One update's effect on the policy's entropy, method by method, from the countdown task's warm start (docs/lab.md,
+"One update's effect on entropy").
+
+001 explains its Control Experiment I (Sec. 4.1-4.2, Table 1a, Fig. 2) by what one update does: the gradient of the
+correct responses sharpens the policy and lowers its entropy, that of the wrong ones spreads it, so scaling the
+positive advantages up (positive-dominant) lowers entropy faster than GRPO and scaling them down (negative-dominant)
+keeps it higher; A-GRAE (001 Sec. 5, Eq. 13) and GRPO-N (004 Sec. 4) rest on the same reading. In the lab's 50-step
+runs the positive-dominant control ended with entropy and pass@64 *above* GRPO's. This probe asks whether the
+mechanism is there at all on this model, one update at a time, with nothing of the later training in the way.
+
+For each seed: 16 training prompts drawn by the seed, 8 responses each sampled from the warm start at temperature 1
+(keyed draws, :mod:`rlvr_recipes.cpu_backend.sampling`), scored by the task's reward; each method's advantages from
+its registered estimator; its update's gradient, that of the on-policy loss ``-sum(A * log pi) / tokens`` (the
+clipped surrogate at ratio 1, token-mean as ``loss_agg_mode=token-mean``). The entropy is the token-mean entropy of
+the policy over 2 responses sampled from the warm start for each of the 200 held-out prompts (as verl's
+``actor/entropy``, on fixed held-out responses), and two effects on it are measured:
+
+- ``adam``: the entropy after one step of the lab's optimizer minus before: the gradient clipped to norm 1
+  (``optim.clip_grad``) and one AdamW step at the lab's learning rate 1e-4 (betas 0.9/0.999, no weight decay), a
+  fresh optimizer as at the run's first step;
+- ``sgd``: the entropy's first-order change along the unit gradient step, ``-grad H . g / |g|`` (per unit length).
+
+Each claim (:data:`CLAIMS`) is tested by the paired t-test over seeds (:func:`rlvr_recipes.launch.compare.
+diff_verdict`), each seed one independent batch: held, did not hold or cannot be judged.
+
+    python benchmarks/lab_entropy_probe.py --seeds 32 --first-seed 125 --json benchmarks/lab_entropy_probe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import torch
+
+#: the methods probed: GRPO, 001's two Table 1 controls, A-GRAE and GRPO-N (the lab's estimators, GRPO's loss)
+METHODS = ("grpo", "agrae_pos_dominant", "agrae_neg_dominant", "agrae", "grpo_n")
+#: (method, its baseline, whether the claim is that the method's entropy change lies above the baseline's, source)
+CLAIMS = (("agrae_pos_dominant", "grpo", False, "001 Sec. 4.2, Fig. 2 (Table 1 positive-dominant)"),
+          ("agrae_neg_dominant", "grpo", True, "001 Sec. 4.2, Fig. 2 (Table 1 negative-dominant)"),
+          ("agrae", "grpo", True, "001 Sec. 5"),
+          ("grpo_n", "grpo", True, "004 Sec. 4"))
+#: the step in the keys of the probe's draws: apart from the rollouts' (trainer steps, -1) and scoring's (-2)
+PROBE_STEP = -3
+#: the lab's settings (launch.cpu_run's countdown task, rlvr_recipes/configs/cpu.yaml, verl's optimizer defaults)
+LR, CLIP_GRAD, BETAS, PROMPTS, GROUP, HELD_OUT_SAMPLES = 1e-4, 1.0, (0.9, 0.999), 16, 8, 2
+
+
+def response_stats(model: torch.nn.Module, sequences: torch.Tensor, attention_mask: torch.Tensor,
+                   response_mask: torch.Tensor, prompt_width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log-probs (bs, R), entropies (bs, R))`` of the ``R`` response tokens of ``sequences`` ``(bs, W + R)``
+    (left-padded prompts of width ``W``, then the responses); positions count from each row's first real token, as
+    ``generate`` counts them. Entries outside ``response_mask`` are zero."""
+    positions = (attention_mask.cumsum(dim=1) - 1).clamp(min=0)
+    logits = model(input_ids=sequences, attention_mask=attention_mask, position_ids=positions).logits
+    logits = logits[:, prompt_width - 1 : -1]
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, sequences[:, prompt_width:, None]).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(dim=-1)
+    return logp * response_mask, entropy * response_mask
+
+
+def token_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values`` over the tokens of ``mask`` (verl's ``token-mean``)."""
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def flat_grad(scalar: torch.Tensor, params: Sequence[torch.Tensor], retain: bool = True) -> torch.Tensor:
+    """The gradient of ``scalar`` with respect to ``params``, flattened into one vector."""
+    grads = torch.autograd.grad(scalar, params, retain_graph=retain, allow_unused=True)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+
+
+def adam_first_step(model: torch.nn.Module, grad: torch.Tensor, lr: float = LR, clip: float = CLIP_GRAD) -> None:
+    """One step of a fresh ``torch.optim.AdamW`` (``BETAS``, no weight decay) on ``model``'s parameters with the
+    flattened ``grad``, clipped first to norm ``clip`` by ``torch.nn.utils.clip_grad_norm_``, as verl's actor steps."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    offset = 0
+    for p in params:
+        p.grad = grad[offset : offset + p.numel()].view_as(p).clone()
+        offset += p.numel()
+    torch.nn.utils.clip_grad_norm_(params, clip)
+    torch.optim.AdamW(params, lr=lr, betas=BETAS, weight_decay=0.0).step()
+    for p in params:
+        p.grad = None
+
+
+def advantages_of(method: str, rewards: torch.Tensor, response_mask: torch.Tensor, uids: np.ndarray) -> torch.Tensor:
+    """``(bs, R)`` advantages of ``method``'s registered estimator for outcome ``rewards`` ``(bs,)`` (placed on each
+    response's last token), with the algorithm's defaults (GRPO's std normalisation on)."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    import rlvr_recipes.advantage.estimators  # noqa: F401  (registers the package's estimators)
+
+    last = response_mask.sum(dim=1).long().clamp(min=1) - 1
+    token_rewards = torch.zeros_like(response_mask, dtype=torch.float32)
+    token_rewards[torch.arange(len(rewards)), last] = rewards.float()
+    config = OmegaConf.create({"norm_adv_by_std_in_grpo": True})
+    advantages, _ = get_adv_estimator_fn(method)(token_level_rewards=token_rewards, response_mask=response_mask,
+                                                 index=uids, config=config)
+    return advantages
+
+
+def sample(model: Any, tokenizer: Any, prompts: list[str], samples: int, seed: int,
+           max_new_tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, list[str]]:
+    """``samples`` keyed draws (temperature 1) for each of ``prompts``: ``(sequences, attention_mask,
+    response_mask, prompt_width, texts)``; a response runs to its first end-of-sequence token, included."""
+    from rlvr_recipes.cpu_backend.sampling import keyed_sampling, request_key
+
+    enc = tokenizer([p for p in prompts for _ in range(samples)], return_tensors="pt", padding=True,
+                    add_special_tokens=False)
+    keys = [request_key(seed, PROBE_STEP, ids[mask.bool()].tolist(), j % samples)
+            for j, (ids, mask) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]
+    width = enc["input_ids"].shape[1]
+    processors, _ = keyed_sampling(keys, width)
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
+                             top_p=None, logits_processor=processors, pad_token_id=tokenizer.pad_token_id,
+                             eos_token_id=tokenizer.eos_token_id)
+    generated = out[:, width:]
+    ended = (generated == tokenizer.eos_token_id).int().cumsum(dim=1)
+    response_mask = ((ended == 0) | ((ended == 1) & (generated == tokenizer.eos_token_id))).float()
+    attention_mask = torch.cat([enc["attention_mask"].float(), response_mask], dim=1)
+    texts = tokenizer.batch_decode(generated * response_mask.long(), skip_special_tokens=True)
+    return out, attention_mask, response_mask, width, texts
+
+
+def probe_seed(model: Any, tokenizer: Any, train: Any, test: Any, reward_fn: Callable[..., Any], seed: int,
+               max_new_tokens: int) -> dict[str, Any]:
+    """One seed's batch: each method's entropy change after the lab's first optimizer step (``adam``) and its
+    first-order change along the unit gradient step (``sgd``), with the batch's accuracy and entropy before."""
+    render = lambda m: tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False)  # noqa: E731
+    rows = np.random.default_rng([seed, 2]).choice(len(train), size=PROMPTS, replace=False)
+    seqs, attn, resp, width, texts = sample(model, tokenizer, [render(train["prompt"].iloc[r]) for r in rows], GROUP,
+                                            seed, max_new_tokens)
+    owner = np.repeat(rows, GROUP)
+    rewards = torch.tensor([float(_score(reward_fn, train, r, t)) for r, t in zip(owner, texts)])
+    held = sample(model, tokenizer, [render(m) for m in test["prompt"]], HELD_OUT_SAMPLES, seed, max_new_tokens)
+    params = [p for p in model.parameters() if p.requires_grad]
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    _, held_entropy = response_stats(model, held[0], held[1], held[2], held[3])
+    entropy = token_mean(held_entropy, held[2])
+    entropy_grad = flat_grad(entropy, params, retain=False)
+    logp, _ = response_stats(model, seqs, attn, resp, width)
+    out: dict[str, Any] = {"seed": seed, "accuracy": float(rewards.mean()), "entropy": float(entropy.detach()),
+                           "adam": {}, "sgd": {}, "grad_norm": {}}
+    grads = {m: flat_grad(token_mean(-advantages_of(m, rewards, resp, owner.astype(str)) * logp, resp), params)
+             for m in METHODS}
+    for method, grad in grads.items():
+        norm = float(grad.norm())
+        out["grad_norm"][method] = norm
+        out["sgd"][method] = float(-(entropy_grad @ grad) / norm) if norm > 0 else 0.0
+        adam_first_step(model, grad)
+        with torch.no_grad():
+            out["adam"][method] = float(token_mean(response_stats(model, *held[:3], held[3])[1], held[2])) - out["entropy"]
+        model.load_state_dict(state)
+    return out
+
+
+def _score(reward_fn: Callable[..., Any], df: Any, row: int, text: str) -> float:
+    score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
+    return float(score["score"] if isinstance(score, dict) else score)
+
+
+def claims(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each claim of :data:`CLAIMS` on each effect (``adam``, ``sgd``), tested seed by seed (the paired t-test),
+    with the figures it was taken on."""
+    from rlvr_recipes.launch.compare import diff_verdict
+
+    out = []
+    for effect in ("adam", "sgd"):
+        for method, base, above, source in CLAIMS:
+            mine = {str(r["seed"]): r[effect][method] for r in results}
+            theirs = {str(r["seed"]): r[effect][base] for r in results}
+            verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
+            out.append({"claim": f"the entropy change of {method}'s update ({effect}) lies "
+                                 f"{'above' if above else 'below'} {base}'s", "effect": effect, "source": source, "verdict": verdict,
+                        "evidence": evidence, "values": {method: mine, base: theirs,
+                                                         "difference by seed": {s: mine[s] - theirs[s] for s in mine}}})
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=32, help="batches, one per seed")
+    parser.add_argument("--first-seed", type=int, default=125)
+    parser.add_argument("--tiny-dir", default=None, help="the countdown build (default runs/tiny_countdown)")
+    parser.add_argument("--json", default=None, help="write the per-seed figures and the claims here")
+    args = parser.parse_args(argv)
+
+    import pandas as pd
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from verl.utils.import_utils import load_extern_object
+
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
+    from rlvr_recipes.reward.reference import reference_settings
+
+    torch.manual_seed(0)
+    paths = ensure_tiny(args.tiny_dir, "countdown")
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    tokenizer = AutoTokenizer.from_pretrained(paths["model"], padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(paths["model"], dtype=torch.float32).eval()
+    train, test = pd.read_parquet(paths["train"]), pd.read_parquet(paths["test"])
+    results = []
+    started = time.monotonic()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        r = probe_seed(model, tokenizer, train, test, reward_fn, seed, settings["max_response_length"])
+        results.append(r)
+        print(f"seed {seed}: accuracy {r['accuracy']:.3f}, entropy {r['entropy']:.4f}; entropy change after one "
+              "Adam step " + ", ".join(f"{m} {r['adam'][m]:+.2e}" for m in METHODS)
+              + f"  ({time.monotonic() - started:.0f} s)", flush=True)
+    tested = claims(results)
+    for c in tested:
+        print(f"{c['verdict']:>16}  {c['claim']} ({c['source']}): {c['evidence']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": "python benchmarks/lab_entropy_probe.py " + " ".join(sys.argv[1:] if argv is None
+                                                                                         else argv),
+                       "settings": {"lr": LR, "clip_grad": CLIP_GRAD, "betas": BETAS, "prompts": PROMPTS,
+                                    "group": GROUP, "held_out_samples": HELD_OUT_SAMPLES,
+                                    "model": os.path.relpath(paths["model"])},
+                       "seeds": results, "claims": tested}, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
