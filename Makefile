@@ -42,6 +42,8 @@
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
+#   make lab-entropy-probe-trained the same probe from GRPO's final models of seeds 117-124 (needs the runs of make
+#                    lab-symmetry and lab-symmetry-121); writes benchmarks/lab_entropy_probe_trained.json
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -76,7 +78,8 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration lab-symmetry lab-entropy-probe toy bench clean
+	lab-replay lab-group-size lab-exploration lab-symmetry lab-entropy-probe \
+	lab-entropy-probe-trained toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -207,6 +210,12 @@ lab-symmetry-%: $(STAMP)
 LAB_PROBE_ARGS ?= --seeds 32 --first-seed 125
 lab-entropy-probe: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_PROBE_ARGS) --json benchmarks/lab_entropy_probe.json
+
+# the same probe from the final models of GRPO's runs on seeds 117-124 (needs runs/lab_symmetry and
+# runs/lab_symmetry_121: make lab-symmetry lab-symmetry-121), 4 batches each (seeds 157-160)
+LAB_PROBE_TRAINED_ARGS ?= --from runs/lab_symmetry,runs/lab_symmetry_121 --seeds 4 --first-seed 157
+lab-entropy-probe-trained: $(STAMP)
+	$(PY) benchmarks/lab_entropy_probe.py $(LAB_PROBE_TRAINED_ARGS) --json benchmarks/lab_entropy_probe_trained.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -24,6 +24,13 @@ Each claim (:data:`CLAIMS`) is tested by the paired t-test over seeds (:func:`rl
 diff_verdict`), each seed one independent batch: held, did not hold or cannot be judged.
 
     python benchmarks/lab_entropy_probe.py --seeds 32 --first-seed 125 --json benchmarks/lab_entropy_probe.json
+
+With ``--from`` the probe starts instead from the final models of one method's finished runs in comparisons
+(``--method``, default GRPO's), each model probed on the ``--seeds`` batches: a claim is then tested over the
+models, each one's batches averaged (one unit a run), and the claims of :data:`TRAINED_CLAIMS` are tested too.
+
+    python benchmarks/lab_entropy_probe.py --from runs/lab_symmetry,runs/lab_symmetry_121 --seeds 4 \
+        --first-seed 157 --json benchmarks/lab_entropy_probe_trained.json
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ CLAIMS = (("agrae_pos_dominant", "grpo", False, "001 Sec. 4.2, Fig. 2 (Table 1 p
           ("agrae_neg_dominant", "grpo", True, "001 Sec. 4.2, Fig. 2 (Table 1 negative-dominant)"),
           ("agrae", "grpo", True, "001 Sec. 5"),
           ("grpo_n", "grpo", True, "004 Sec. 4"))
+#: (method, whether the claim is that its update's entropy change lies above 0, source): claims about a model after
+#: training, where 001 Fig. 3 has negative-dominant's entropy rise "except at the very beginning"
+TRAINED_CLAIMS = (("agrae_neg_dominant", True, "001 Sec. 4.2, Fig. 3 (Table 1 negative-dominant, after the beginning)"),)
 #: the step in the keys of the probe's draws: apart from the rollouts' (trainer steps, -1) and scoring's (-2)
 PROBE_STEP = -3
 #: the lab's settings (launch.cpu_run's countdown task, rlvr_recipes/configs/cpu.yaml, verl's optimizer defaults)
@@ -168,21 +178,33 @@ def _score(reward_fn: Callable[..., Any], df: Any, row: int, text: str) -> float
     return float(score["score"] if isinstance(score, dict) else score)
 
 
-def claims(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each claim of :data:`CLAIMS` on each effect (``adam``, ``sgd``), tested seed by seed (the paired t-test),
-    with the figures it was taken on."""
+def claims(results: list[dict[str, Any]], trained: bool = False) -> list[dict[str, Any]]:
+    """Each claim of :data:`CLAIMS` (and with ``trained`` of :data:`TRAINED_CLAIMS`) on each effect (``adam``,
+    ``sgd``), tested unit by unit with the paired t-test (a result's ``unit``: its run's seed, the mean of its
+    batches; without one, its own seed), with the figures it was taken on."""
     from rlvr_recipes.launch.compare import diff_verdict
 
+    units: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        units.setdefault(str(r.get("unit", r["seed"])), []).append(r)
+
+    def by_unit(effect: str, method: str) -> dict[str, float]:
+        return {u: float(np.mean([r[effect][method] for r in rs])) for u, rs in units.items()}
+
+    tests = [(method, base, above, source) for method, base, above, source in CLAIMS]
+    tests += [(method, None, above, source) for method, above, source in (TRAINED_CLAIMS if trained else ())]
     out = []
     for effect in ("adam", "sgd"):
-        for method, base, above, source in CLAIMS:
-            mine = {str(r["seed"]): r[effect][method] for r in results}
-            theirs = {str(r["seed"]): r[effect][base] for r in results}
+        for method, base, above, source in tests:
+            mine = by_unit(effect, method)
+            theirs = by_unit(effect, base) if base else {u: 0.0 for u in mine}
             verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
+            against = f"{base}'s" if base else "0"
             out.append({"claim": f"the entropy change of {method}'s update ({effect}) lies "
-                                 f"{'above' if above else 'below'} {base}'s", "effect": effect, "source": source, "verdict": verdict,
-                        "evidence": evidence, "values": {method: mine, base: theirs,
-                                                         "difference by seed": {s: mine[s] - theirs[s] for s in mine}}})
+                                 f"{'above' if above else 'below'} {against}",
+                        "effect": effect, "source": source, "verdict": verdict, "evidence": evidence,
+                        "values": {method: mine, base or "zero": theirs,
+                                   "difference by seed": {u: mine[u] - theirs[u] for u in mine}}})
     return out
 
 
@@ -192,12 +214,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--first-seed", type=int, default=125)
     parser.add_argument("--tiny-dir", default=None, help="the countdown build (default runs/tiny_countdown)")
     parser.add_argument("--json", default=None, help="write the per-seed figures and the claims here")
+    parser.add_argument("--from", dest="comparisons", default=None,
+                        help="comma-separated comparison folders: probe the final models of --method's finished runs")
+    parser.add_argument("--method", default="grpo", help="whose runs --from probes (default grpo)")
     args = parser.parse_args(argv)
 
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from verl.utils.import_utils import load_extern_object
 
+    from rlvr_recipes.launch.compare import finished_runs
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.reward.reference import reference_settings
 
@@ -205,18 +231,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     paths = ensure_tiny(args.tiny_dir, "countdown")
     settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
-    tokenizer = AutoTokenizer.from_pretrained(paths["model"], padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(paths["model"], dtype=torch.float32).eval()
+    models: list[tuple[Optional[str], str]] = [(None, paths["model"])]
+    if args.comparisons:
+        models = []
+        for out in args.comparisons.split(","):
+            runs = finished_runs(out).get(args.method, [])
+            if not runs:
+                print(f"error: {out}/runs/{args.method} holds no finished run", file=sys.stderr)
+                return 2
+            models += [(str(run.seed), run.final_model) for run in runs]
     train, test = pd.read_parquet(paths["train"]), pd.read_parquet(paths["test"])
     results = []
     started = time.monotonic()
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        r = probe_seed(model, tokenizer, train, test, reward_fn, seed, settings["max_response_length"])
-        results.append(r)
-        print(f"seed {seed}: accuracy {r['accuracy']:.3f}, entropy {r['entropy']:.4f}; entropy change after one "
-              "Adam step " + ", ".join(f"{m} {r['adam'][m]:+.2e}" for m in METHODS)
-              + f"  ({time.monotonic() - started:.0f} s)", flush=True)
-    tested = claims(results)
+    for unit, path in models:
+        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            r = probe_seed(model, tokenizer, train, test, reward_fn, seed, settings["max_response_length"])
+            if unit is not None:
+                r.update(unit=unit, model=os.path.relpath(path))
+            results.append(r)
+            print(("" if unit is None else f"run seed {unit}, ") + f"seed {seed}: accuracy {r['accuracy']:.3f}, "
+                  f"entropy {r['entropy']:.4f}; entropy change after one Adam step "
+                  + ", ".join(f"{m} {r['adam'][m]:+.2e}" for m in METHODS)
+                  + f"  ({time.monotonic() - started:.0f} s)", flush=True)
+    tested = claims(results, trained=bool(args.comparisons))
     for c in tested:
         print(f"{c['verdict']:>16}  {c['claim']} ({c['source']}): {c['evidence']}")
     if args.json:
@@ -226,6 +265,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        "settings": {"lr": LR, "clip_grad": CLIP_GRAD, "betas": BETAS, "prompts": PROMPTS,
                                     "group": GROUP, "held_out_samples": HELD_OUT_SAMPLES,
                                     "model": os.path.relpath(paths["model"])},
+                       "from": args.comparisons, "method": args.method if args.comparisons else None,
                        "seeds": results, "claims": tested}, f, indent=1)
             f.write("\n")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -131,19 +132,25 @@ def test_advantages_are_the_registered_estimators_worked_by_hand():
         assert float(adv[1, 2]) == 0.0 and torch.equal(adv[:, 1], adv[:, 0]), method
 
 
-def test_committed_probe_gives_the_claims_it_records():
-    """benchmarks/lab_entropy_probe.json: its claims are the ones its per-seed figures give, its command is the one
-    docs/lab.md shows and the one `make lab-entropy-probe` runs, and its seeds are the lab's new ones (125 on)."""
+@pytest.mark.parametrize("name, target, first_seed", [
+    ("lab_entropy_probe", "lab-entropy-probe", 125),
+    ("lab_entropy_probe_trained", "lab-entropy-probe-trained", 157),
+])
+def test_committed_probe_gives_the_claims_it_records(name, target, first_seed):
+    """benchmarks/lab_entropy_probe.json (from the warm start) and lab_entropy_probe_trained.json (from GRPO's trained
+    models): each one's claims are the ones its per-seed figures give, its command is the one docs/lab.md shows and
+    the one its make target runs, and its batch seeds are the lab's new ones (125 on, 157 on)."""
     from benchmarks.lab_entropy_probe import METHODS, claims
-
-    with open(os.path.join(ROOT, "benchmarks", "lab_entropy_probe.json")) as f:
-        probe = json.load(f)
-    assert claims(probe["seeds"]) == probe["claims"]
-    seeds = [r["seed"] for r in probe["seeds"]]
-    assert seeds == list(range(125, 125 + len(seeds))) and len(seeds) >= 16
-    assert all(set(r["adam"]) == set(METHODS) for r in probe["seeds"])
-    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert probe["command"] in f.read()
     from tests.test_lab import _make_recipe
 
-    assert _make_recipe("lab-entropy-probe")[1] == [probe["command"]]
+    with open(os.path.join(ROOT, "benchmarks", f"{name}.json")) as f:
+        probe = json.load(f)
+    assert claims(probe["seeds"], trained=bool(probe.get("from"))) == probe["claims"]
+    seeds = sorted({r["seed"] for r in probe["seeds"]})
+    assert seeds == list(range(first_seed, first_seed + len(seeds)))
+    assert len({str(r.get("unit", r["seed"])) for r in probe["seeds"]}) >= 8
+    assert all(set(r["adam"]) == set(METHODS) == set(r["sgd"]) for r in probe["seeds"])
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        doc = re.sub(r"\s*\\\n#\s*", " ", f.read())  # the commented command's continuation lines joined
+    assert probe["command"] in doc
+    assert _make_recipe(target)[1] == [probe["command"]]
