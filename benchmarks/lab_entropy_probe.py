@@ -54,7 +54,8 @@ CLAIMS = (("agrae_pos_dominant", "grpo", False, "001 Sec. 4.2, Fig. 2 (Table 1 p
           ("grpo_n", "grpo", True, "004 Sec. 4"))
 #: (method, whether the claim is that its update's entropy change lies above 0, source): claims about a model after
 #: training, where 001 Fig. 3 has negative-dominant's entropy rise "except at the very beginning"
-TRAINED_CLAIMS = (("agrae_neg_dominant", True, "001 Sec. 4.2, Fig. 3 (Table 1 negative-dominant, after the beginning)"),)
+TRAINED_CLAIMS = (("agrae_neg_dominant", True,
+                   "001 Sec. 4.2, Fig. 3 (Table 1 negative-dominant, after the beginning)"),)
 #: the step in the keys of the probe's draws: apart from the rollouts' (trainer steps, -1) and scoring's (-2)
 PROBE_STEP = -3
 #: the lab's settings (launch.cpu_run's countdown task, rlvr_recipes/configs/cpu.yaml, verl's optimizer defaults)
@@ -151,11 +152,15 @@ def probe_seed(model: Any, tokenizer: Any, train: Any, test: Any, reward_fn: Cal
                                             seed, max_new_tokens)
     owner = np.repeat(rows, GROUP)
     rewards = torch.tensor([float(_score(reward_fn, train, r, t)) for r, t in zip(owner, texts)])
-    held = sample(model, tokenizer, [render(m) for m in test["prompt"]], HELD_OUT_SAMPLES, seed, max_new_tokens)
+    held_seqs, held_attn, held_resp, held_width, _ = sample(model, tokenizer, [render(m) for m in test["prompt"]],
+                                                            HELD_OUT_SAMPLES, seed, max_new_tokens)
+
+    def held_out_entropy() -> torch.Tensor:
+        return token_mean(response_stats(model, held_seqs, held_attn, held_resp, held_width)[1], held_resp)
+
     params = [p for p in model.parameters() if p.requires_grad]
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    _, held_entropy = response_stats(model, held[0], held[1], held[2], held[3])
-    entropy = token_mean(held_entropy, held[2])
+    entropy = held_out_entropy()
     entropy_grad = flat_grad(entropy, params, retain=False)
     logp, _ = response_stats(model, seqs, attn, resp, width)
     out: dict[str, Any] = {"seed": seed, "accuracy": float(rewards.mean()), "entropy": float(entropy.detach()),
@@ -168,7 +173,7 @@ def probe_seed(model: Any, tokenizer: Any, train: Any, test: Any, reward_fn: Cal
         out["sgd"][method] = float(-(entropy_grad @ grad) / norm) if norm > 0 else 0.0
         adam_first_step(model, grad)
         with torch.no_grad():
-            out["adam"][method] = float(token_mean(response_stats(model, *held[:3], held[3])[1], held[2])) - out["entropy"]
+            out["adam"][method] = float(held_out_entropy()) - out["entropy"]
         model.load_state_dict(state)
     return out
 
