@@ -44,6 +44,9 @@
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
 #   make lab-entropy-probe-trained the same probe from GRPO's final models of seeds 117-124 (needs the runs of make
 #                    lab-symmetry and lab-symmetry-121); writes benchmarks/lab_entropy_probe_trained.json
+#   make lab-final-entropy the held-out entropy of the final models of seeds 113-124 on their own samples (needs the
+#                    runs of make lab-exploration, lab-symmetry and lab-symmetry-121); writes
+#                    benchmarks/lab_final_entropy.json
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -79,7 +82,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
 	lab-replay lab-group-size lab-exploration lab-symmetry lab-entropy-probe \
-	lab-entropy-probe-trained toy bench clean
+	lab-entropy-probe-trained lab-final-entropy toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -216,6 +219,12 @@ lab-entropy-probe: $(STAMP)
 LAB_PROBE_TRAINED_ARGS ?= --from runs/lab_symmetry,runs/lab_symmetry_121 --seeds 4 --first-seed 157
 lab-entropy-probe-trained: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_PROBE_TRAINED_ARGS) --json benchmarks/lab_entropy_probe_trained.json
+
+# no update: the final models of seeds 113-124 (GRPO, GRPO-N, A-GRAE and 001's two controls), each one's entropy on its
+# own samples of the held-out prompts (needs runs/lab_exploration, runs/lab_symmetry and runs/lab_symmetry_121)
+LAB_FINAL_ENTROPY_ARGS ?= --final --from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121
+lab-final-entropy: $(STAMP)
+	$(PY) benchmarks/lab_entropy_probe.py $(LAB_FINAL_ENTROPY_ARGS) --json benchmarks/lab_final_entropy.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

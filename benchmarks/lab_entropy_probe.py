@@ -31,6 +31,15 @@ models, each one's batches averaged (one unit a run), and the claims of :data:`T
 
     python benchmarks/lab_entropy_probe.py --from runs/lab_symmetry,runs/lab_symmetry_121 --seeds 4 \
         --first-seed 157 --json benchmarks/lab_entropy_probe_trained.json
+
+With ``--final`` nothing is updated: the held-out entropy of every finished run's final model in the ``--from``
+comparisons is measured on its own samples (``FINAL_SAMPLES`` for each of the 200 held-out prompts, keyed by the
+run's seed), with the warm start's on each seed's draws, and each entropy claim of
+:data:`rlvr_recipes.launch.compare.EXPLORATION_CLAIMS` is tested seed by seed on it (:func:`final_claims`): the
+entropy the runs log is taken on their training batches, this one on prompts no run trains on.
+
+    python benchmarks/lab_entropy_probe.py --final --from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121 \
+        --json benchmarks/lab_final_entropy.json
 """
 
 from __future__ import annotations
@@ -60,6 +69,8 @@ TRAINED_CLAIMS = (("agrae_neg_dominant", True,
 PROBE_STEP = -3
 #: the lab's settings (launch.cpu_run's countdown task, rlvr_recipes/configs/cpu.yaml, verl's optimizer defaults)
 LR, CLIP_GRAD, BETAS, PROMPTS, GROUP, HELD_OUT_SAMPLES = 1e-4, 1.0, (0.9, 0.999), 16, 8, 2
+#: responses sampled for each held-out prompt when a final model's own held-out entropy is measured (``--final``)
+FINAL_SAMPLES = 4
 
 
 def response_stats(model: torch.nn.Module, sequences: torch.Tensor, attention_mask: torch.Tensor,
@@ -178,6 +189,42 @@ def probe_seed(model: Any, tokenizer: Any, train: Any, test: Any, reward_fn: Cal
     return out
 
 
+def own_held_out_entropy(model: Any, tokenizer: Any, test: Any, seed: int, max_new_tokens: int,
+                         samples: int = FINAL_SAMPLES) -> float:
+    """The token-mean entropy of ``model`` over ``samples`` responses it samples itself (keyed by ``seed``) for each
+    held-out prompt: verl's ``actor/entropy`` taken on the held-out prompts instead of a training batch."""
+    prompts = [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False)
+               for m in test["prompt"]]
+    seqs, attn, resp, width, _ = sample(model, tokenizer, prompts, samples, seed, max_new_tokens)
+    with torch.no_grad():
+        return float(token_mean(response_stats(model, seqs, attn, resp, width)[1], resp))
+
+
+def final_claims(final: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each entropy claim of :data:`rlvr_recipes.launch.compare.EXPLORATION_CLAIMS` whose two methods have final
+    models at two seeds or more in ``final`` (``{"method", "seed", "entropy"}`` rows), tested seed by seed (the paired
+    t-test), with the figures it was taken on."""
+    from rlvr_recipes.launch.compare import CLAIMED_ABOVE, EXPLORATION_CLAIMS, diff_verdict
+
+    by: dict[str, dict[str, float]] = {}
+    for row in final:
+        by.setdefault(row["method"], {})[str(row["seed"])] = row["entropy"]
+    out = []
+    for method, base, source, figures in EXPLORATION_CLAIMS:
+        seeds = sorted(set(by.get(method, {})) & set(by.get(base, {})), key=int)
+        for figure in (f for f in ("entropy", "entropy_below") if f in figures):
+            if len(seeds) < 2:
+                continue
+            above = CLAIMED_ABOVE[figure]
+            mine, theirs = {s: by[method][s] for s in seeds}, {s: by[base][s] for s in seeds}
+            verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
+            out.append({"claim": f"{method}'s final model's own held-out entropy lies {'above' if above else 'below'} "
+                                 f"{base}'s", "source": source, "verdict": verdict, "evidence": evidence,
+                        "values": {method: mine, base: theirs,
+                                   "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}})
+    return out
+
+
 def _score(reward_fn: Callable[..., Any], df: Any, row: int, text: str) -> float:
     score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
     return float(score["score"] if isinstance(score, dict) else score)
@@ -222,7 +269,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--from", dest="comparisons", default=None,
                         help="comma-separated comparison folders: probe the final models of --method's finished runs")
     parser.add_argument("--method", default="grpo", help="whose runs --from probes (default grpo)")
+    parser.add_argument("--final", action="store_true",
+                        help="update nothing: every --from run's final model's held-out entropy, and the claims on it")
     args = parser.parse_args(argv)
+    command = "python benchmarks/lab_entropy_probe.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -236,6 +286,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     paths = ensure_tiny(args.tiny_dir, "countdown")
     settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
     reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    if args.final:
+        return _final(args, command, paths, settings["max_response_length"])
     models: list[tuple[Optional[str], str]] = [(None, paths["model"])]
     if args.comparisons:
         models = []
@@ -265,13 +317,52 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{c['verdict']:>16}  {c['claim']} ({c['source']}): {c['evidence']}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"command": "python benchmarks/lab_entropy_probe.py " + " ".join(sys.argv[1:] if argv is None
-                                                                                         else argv),
+            json.dump({"command": command,
                        "settings": {"lr": LR, "clip_grad": CLIP_GRAD, "betas": BETAS, "prompts": PROMPTS,
                                     "group": GROUP, "held_out_samples": HELD_OUT_SAMPLES,
                                     "model": os.path.relpath(paths["model"])},
                        "from": args.comparisons, "method": args.method if args.comparisons else None,
                        "seeds": results, "claims": tested}, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+def _final(args: argparse.Namespace, command: str, paths: dict[str, str], max_new_tokens: int) -> int:
+    """``--final``: each finished run's final model's own held-out entropy, the warm start's on each seed's draws, and
+    :func:`final_claims`."""
+    import pandas as pd
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rlvr_recipes.launch.compare import finished_runs
+
+    if not args.comparisons:
+        print("error: --final measures the runs of --from; give --from", file=sys.stderr)
+        return 2
+    test = pd.read_parquet(paths["test"])
+    models = [(out, run.method, run.seed, run.final_model) for out in args.comparisons.split(",")
+              for runs in finished_runs(out).values() for run in runs]
+    started, final, start = time.monotonic(), [], {}
+
+    def entropy_of(path: str, seed: int) -> float:
+        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        return own_held_out_entropy(model, tokenizer, test, seed, max_new_tokens)
+
+    for out, method, seed, path in models:
+        if str(seed) not in start:
+            start[str(seed)] = entropy_of(paths["model"], seed)
+        final.append({"comparison": os.path.relpath(out), "method": method, "seed": seed,
+                      "entropy": entropy_of(path, seed)})
+        print(f"{out} {method} seed {seed}: held-out entropy {final[-1]['entropy']:.4f} (warm start "
+              f"{start[str(seed)]:.4f})  ({time.monotonic() - started:.0f} s)", flush=True)
+    tested = final_claims(final)
+    for c in tested:
+        print(f"{c['verdict']:>16}  {c['claim']} ({c['source']}): {c['evidence']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": command,
+                       "settings": {"samples": FINAL_SAMPLES, "model": os.path.relpath(paths["model"])},
+                       "start": start, "final": final, "claims": tested}, f, indent=1)
             f.write("\n")
     return 0
 

@@ -154,3 +154,65 @@ def test_committed_probe_gives_the_claims_it_records(name, target, first_seed):
         doc = re.sub(r"\s*\\\n#\s*", " ", f.read())  # the commented command's continuation lines joined
     assert probe["command"] in doc
     assert _make_recipe(target)[1] == [probe["command"]]
+
+
+def test_own_held_out_entropy_is_the_token_mean_over_the_models_own_samples(tiny):
+    """A final model's held-out entropy: its own keyed samples (the same draws again for the same seed, others for
+    another), the token-mean of its entropy over them."""
+    import pandas as pd
+
+    from benchmarks.lab_entropy_probe import own_held_out_entropy, response_stats, sample, token_mean
+
+    model, tok = tiny
+    test = pd.DataFrame({"prompt": [[{"role": "user", "content": c}] for c in ("1+2", "12+30=", "7")]})
+    got = own_held_out_entropy(model, tok, test, seed=3, max_new_tokens=5, samples=2)
+    prompts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in test["prompt"]]
+    seqs, attn, resp, width, _ = sample(model, tok, prompts, 2, 3, 5)
+    with torch.no_grad():
+        entropy = response_stats(model, seqs, attn, resp, width)[1]
+    assert got == pytest.approx(float(entropy.sum() / resp.sum()), rel=1e-12)
+    assert got == pytest.approx(float(token_mean(entropy, resp)), rel=1e-12)
+    assert own_held_out_entropy(model, tok, test, seed=3, max_new_tokens=5, samples=2) == got
+
+
+def test_final_claims_pair_the_runs_by_seed_in_the_claimed_direction():
+    """The entropy claims of launch.compare.EXPLORATION_CLAIMS on final models, worked by hand: GRPO-N's entropy
+    above GRPO's by 0.01, 0.02 and 0.03 at three seeds (mean 0.02, sd 0.01, t on 2 df: interval 0.02 -/+ 4.303 x
+    0.01 / sqrt 3 = [-0.0048, +0.0448]): cannot be judged; positive-dominant's below GRPO's at two seeds by 0.1 and
+    0.2 (interval 0.15 -/+ 12.706 x 0.05 = [-0.485, +0.785]): cannot be judged; a method with one seed is left out."""
+    from benchmarks.lab_entropy_probe import final_claims
+
+    rows = [{"method": "grpo", "seed": s, "entropy": 0.1} for s in (1, 2, 3)]
+    rows += [{"method": "grpo_n", "seed": s, "entropy": 0.1 + 0.01 * s} for s in (1, 2, 3)]
+    rows += [{"method": "agrae_pos_dominant", "seed": s, "entropy": 0.1 - 0.1 * s} for s in (1, 2)]
+    rows += [{"method": "agrae", "seed": 1, "entropy": 0.5}]
+    tested = {c["claim"]: c for c in final_claims(rows)}
+    assert set(tested) == {"grpo_n's final model's own held-out entropy lies above grpo's",
+                           "agrae_pos_dominant's final model's own held-out entropy lies below grpo's"}
+    grpo_n = tested["grpo_n's final model's own held-out entropy lies above grpo's"]
+    assert grpo_n["verdict"] == "cannot be judged"
+    assert "difference +0.020, 95 % interval [-0.005, +0.045]" in grpo_n["evidence"]
+    assert grpo_n["values"]["difference by seed"] == pytest.approx({"1": 0.01, "2": 0.02, "3": 0.03})
+    pos = tested["agrae_pos_dominant's final model's own held-out entropy lies below grpo's"]
+    assert pos["verdict"] == "cannot be judged" and "difference -0.150, 95 % interval [-0.785, +0.485]" in pos[
+        "evidence"]
+    # two more seeds, GRPO-N's 0.1 below GRPO's: every shared seed is counted, the mean turns to -0.028
+    rows += [{"method": m, "seed": s, "entropy": e} for s in (4, 5) for m, e in (("grpo_n", 0.0), ("grpo", 0.1))]
+    grpo_n = next(c for c in final_claims(rows) if c["claim"].startswith("grpo_n"))
+    assert "difference -0.028" in grpo_n["evidence"] and len(grpo_n["values"]["difference by seed"]) == 5
+
+
+def test_committed_final_entropy_gives_the_claims_it_records():
+    """benchmarks/lab_final_entropy.json (docs/lab.md, "The final models' entropy on the held-out prompts"): its claims
+    are the ones its final models' figures give, every run has the warm start's figure on its seed, and its command is
+    the one docs/lab.md shows and `make lab-final-entropy` runs."""
+    from benchmarks.lab_entropy_probe import final_claims
+    from tests.test_lab import _make_recipe
+
+    with open(os.path.join(ROOT, "benchmarks", "lab_final_entropy.json")) as f:
+        record = json.load(f)
+    assert final_claims(record["final"]) == record["claims"] and len(record["claims"]) >= 4
+    assert {str(row["seed"]) for row in record["final"]} == set(record["start"])
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        assert record["command"] in re.sub(r"\s*\\\n#\s*", " ", f.read())
+    assert _make_recipe("lab-final-entropy")[1] == [record["command"]]
