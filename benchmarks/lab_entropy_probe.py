@@ -1,10 +1,10 @@
 """One update's effect on the policy's entropy, method by method, from the countdown task's warm start (docs/lab.md,
 "One update's effect on entropy").
 
-001 explains its Control Experiment I (Sec. 4.1-4.2, Table 1a, Fig. 2) by what one update does: the gradient of the
-correct responses sharpens the policy and lowers its entropy, that of the wrong ones spreads it, so scaling the
-positive advantages up (positive-dominant) lowers entropy faster than GRPO and scaling them down (negative-dominant)
-keeps it higher; A-GRAE (001 Sec. 5, Eq. 13) and GRPO-N (004 Sec. 4) rest on the same reading. In the lab's 50-step
+001 reads its Control Experiment I (Sec. 4.1-4.2, Table 1a, Fig. 2-3) through the weight of the correct responses:
+weighted up (positive-dominant) they sharpen the output distribution and the entropy falls fastest, weighted down
+(negative-dominant) the entropy rises; A-GRAE (001 Sec. 5, Eq. 13) and GRPO-N (004 Sec. 4) rest on the same reading.
+If the account holds, it holds for each update, which is what this probe measures. In the lab's 50-step
 runs the positive-dominant control ended with entropy and pass@64 *above* GRPO's. This probe asks whether the
 mechanism is there at all on this model, one update at a time, with nothing of the later training in the way.
 
@@ -54,13 +54,17 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import torch
 
+from rlvr_recipes.launch.compare import CLAIMED_ABOVE, EXPLORATION_CLAIMS, diff_verdict
+
 #: the methods probed: GRPO, 001's two Table 1 controls, A-GRAE and GRPO-N (the lab's estimators, GRPO's loss)
 METHODS = ("grpo", "agrae_pos_dominant", "agrae_neg_dominant", "agrae", "grpo_n")
-#: (method, its baseline, whether the claim is that the method's entropy change lies above the baseline's, source)
-CLAIMS = (("agrae_pos_dominant", "grpo", False, "001 Sec. 4.2, Fig. 2 (Table 1 positive-dominant)"),
-          ("agrae_neg_dominant", "grpo", True, "001 Sec. 4.2, Fig. 2 (Table 1 negative-dominant)"),
-          ("agrae", "grpo", True, "001 Sec. 5"),
-          ("grpo_n", "grpo", True, "004 Sec. 4"))
+#: the figures of an exploration claim that are about entropy
+ENTROPY_FIGURES = ("entropy", "entropy_below")
+#: the entropy claims of :data:`~rlvr_recipes.launch.compare.EXPLORATION_CLAIMS` between two of :data:`METHODS`, read
+#: here of one update's entropy change: (method, its baseline, whether the claim is that the method's lies above it,
+#: source)
+CLAIMS = tuple((method, base, CLAIMED_ABOVE[figure], source) for method, base, source, figures in EXPLORATION_CLAIMS
+               for figure in ENTROPY_FIGURES if figure in figures and {method, base} <= set(METHODS))
 #: (method, whether the claim is that its update's entropy change lies above 0, source): claims about a model after
 #: training, where 001 Fig. 3 has negative-dominant's entropy rise "except at the very beginning"
 TRAINED_CLAIMS = (("agrae_neg_dominant", True,
@@ -204,17 +208,15 @@ def final_claims(final: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each entropy claim of :data:`rlvr_recipes.launch.compare.EXPLORATION_CLAIMS` whose two methods have final
     models at two seeds or more in ``final`` (``{"method", "seed", "entropy"}`` rows), tested seed by seed (the paired
     t-test), with the figures it was taken on."""
-    from rlvr_recipes.launch.compare import CLAIMED_ABOVE, EXPLORATION_CLAIMS, diff_verdict
-
     by: dict[str, dict[str, float]] = {}
     for row in final:
         by.setdefault(row["method"], {})[str(row["seed"])] = row["entropy"]
     out = []
     for method, base, source, figures in EXPLORATION_CLAIMS:
         seeds = sorted(set(by.get(method, {})) & set(by.get(base, {})), key=int)
-        for figure in (f for f in ("entropy", "entropy_below") if f in figures):
-            if len(seeds) < 2:
-                continue
+        if len(seeds) < 2:
+            continue
+        for figure in (f for f in ENTROPY_FIGURES if f in figures):
             above = CLAIMED_ABOVE[figure]
             mine, theirs = {s: by[method][s] for s in seeds}, {s: by[base][s] for s in seeds}
             verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
@@ -234,8 +236,6 @@ def claims(results: list[dict[str, Any]], trained: bool = False) -> list[dict[st
     """Each claim of :data:`CLAIMS` (and with ``trained`` of :data:`TRAINED_CLAIMS`) on each effect (``adam``,
     ``sgd``), tested unit by unit with the paired t-test (a result's ``unit``: its run's seed, the mean of its
     batches; without one, its own seed), with the figures it was taken on."""
-    from rlvr_recipes.launch.compare import diff_verdict
-
     units: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         units.setdefault(str(r.get("unit", r["seed"])), []).append(r)
