@@ -54,7 +54,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import torch
 
-from rlvr_recipes.launch.compare import CLAIMED_ABOVE, EXPLORATION_CLAIMS, diff_verdict
+from rlvr_recipes.launch.compare import (CLAIMED_ABOVE, EXPLORATION_CLAIMS, finished_runs, load_policy, paired_claim,
+                                         render_prompts)
 
 #: the methods probed: GRPO, 001's two Table 1 controls, A-GRAE and GRPO-N (the lab's estimators, GRPO's loss)
 METHODS = ("grpo", "agrae_pos_dominant", "agrae_neg_dominant", "agrae", "grpo_n")
@@ -161,13 +162,12 @@ def probe_seed(model: Any, tokenizer: Any, train: Any, test: Any, reward_fn: Cal
                max_new_tokens: int) -> dict[str, Any]:
     """One seed's batch: each method's entropy change after the lab's first optimizer step (``adam``) and its
     first-order change along the unit gradient step (``sgd``), with the batch's accuracy and entropy before."""
-    render = lambda m: tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False)  # noqa: E731
     rows = np.random.default_rng([seed, 2]).choice(len(train), size=PROMPTS, replace=False)
-    seqs, attn, resp, width, texts = sample(model, tokenizer, [render(train["prompt"].iloc[r]) for r in rows], GROUP,
-                                            seed, max_new_tokens)
+    seqs, attn, resp, width, texts = sample(model, tokenizer, render_prompts(tokenizer, train["prompt"].iloc[rows]),
+                                            GROUP, seed, max_new_tokens)
     owner = np.repeat(rows, GROUP)
     rewards = torch.tensor([float(_score(reward_fn, train, r, t)) for r, t in zip(owner, texts)])
-    held_seqs, held_attn, held_resp, held_width, _ = sample(model, tokenizer, [render(m) for m in test["prompt"]],
+    held_seqs, held_attn, held_resp, held_width, _ = sample(model, tokenizer, render_prompts(tokenizer, test["prompt"]),
                                                             HELD_OUT_SAMPLES, seed, max_new_tokens)
 
     def held_out_entropy() -> torch.Tensor:
@@ -197,9 +197,8 @@ def own_held_out_entropy(model: Any, tokenizer: Any, test: Any, seed: int, max_n
                          samples: int = FINAL_SAMPLES) -> float:
     """The token-mean entropy of ``model`` over ``samples`` responses it samples itself (keyed by ``seed``) for each
     held-out prompt: verl's ``actor/entropy`` taken on the held-out prompts instead of a training batch."""
-    prompts = [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False)
-               for m in test["prompt"]]
-    seqs, attn, resp, width, _ = sample(model, tokenizer, prompts, samples, seed, max_new_tokens)
+    seqs, attn, resp, width, _ = sample(model, tokenizer, render_prompts(tokenizer, test["prompt"]), samples, seed,
+                                        max_new_tokens)
     with torch.no_grad():
         return float(token_mean(response_stats(model, seqs, attn, resp, width)[1], resp))
 
@@ -213,17 +212,13 @@ def final_claims(final: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by.setdefault(row["method"], {})[str(row["seed"])] = row["entropy"]
     out = []
     for method, base, source, figures in EXPLORATION_CLAIMS:
-        seeds = sorted(set(by.get(method, {})) & set(by.get(base, {})), key=int)
-        if len(seeds) < 2:
+        if len(set(by.get(method, {})) & set(by.get(base, {}))) < 2:
             continue
         for figure in (f for f in ENTROPY_FIGURES if f in figures):
             above = CLAIMED_ABOVE[figure]
-            mine, theirs = {s: by[method][s] for s in seeds}, {s: by[base][s] for s in seeds}
-            verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
-            out.append({"claim": f"{method}'s final model's own held-out entropy lies {'above' if above else 'below'} "
-                                 f"{base}'s", "source": source, "verdict": verdict, "evidence": evidence,
-                        "values": {method: mine, base: theirs,
-                                   "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}})
+            out.append(paired_claim(f"{method}'s final model's own held-out entropy lies "
+                                    f"{'above' if above else 'below'} {base}'s", source, method, by[method], base,
+                                    by[base], above))
     return out
 
 
@@ -243,20 +238,16 @@ def claims(results: list[dict[str, Any]], trained: bool = False) -> list[dict[st
     def by_unit(effect: str, method: str) -> dict[str, float]:
         return {u: float(np.mean([r[effect][method] for r in rs])) for u, rs in units.items()}
 
-    tests = [(method, base, above, source) for method, base, above, source in CLAIMS]
-    tests += [(method, None, above, source) for method, above, source in (TRAINED_CLAIMS if trained else ())]
+    tests = [*CLAIMS, *((method, None, above, source) for method, above, source in (TRAINED_CLAIMS if trained else ()))]
     out = []
     for effect in ("adam", "sgd"):
         for method, base, above, source in tests:
             mine = by_unit(effect, method)
             theirs = by_unit(effect, base) if base else {u: 0.0 for u in mine}
-            verdict, evidence = diff_verdict(list(mine.values()), list(theirs.values()), above, paired=True)
             against = f"{base}'s" if base else "0"
-            out.append({"claim": f"the entropy change of {method}'s update ({effect}) lies "
-                                 f"{'above' if above else 'below'} {against}",
-                        "effect": effect, "source": source, "verdict": verdict, "evidence": evidence,
-                        "values": {method: mine, base or "zero": theirs,
-                                   "difference by seed": {u: mine[u] - theirs[u] for u in mine}}})
+            claim = f"the entropy change of {method}'s update ({effect}) lies {'above' if above else 'below'} {against}"
+            tested = paired_claim(claim, source, method, mine, base or "zero", theirs, above)
+            out.append({"claim": tested.pop("claim"), "effect": effect, **tested})
     return out
 
 
@@ -275,10 +266,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = "python benchmarks/lab_entropy_probe.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     import pandas as pd
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from verl.utils.import_utils import load_extern_object
 
-    from rlvr_recipes.launch.compare import finished_runs
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.reward.reference import reference_settings
 
@@ -301,8 +290,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = []
     started = time.monotonic()
     for unit, path in models:
-        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        model, tokenizer = load_policy(path)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             r = probe_seed(model, tokenizer, train, test, reward_fn, seed, settings["max_response_length"])
             if unit is not None:
@@ -331,9 +319,6 @@ def _final(args: argparse.Namespace, command: str, paths: dict[str, str], max_ne
     """``--final``: each finished run's final model's own held-out entropy, the warm start's on each seed's draws, and
     :func:`final_claims`."""
     import pandas as pd
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from rlvr_recipes.launch.compare import finished_runs
 
     if not args.comparisons:
         print("error: --final measures the runs of --from; give --from", file=sys.stderr)
@@ -342,17 +327,12 @@ def _final(args: argparse.Namespace, command: str, paths: dict[str, str], max_ne
     models = [(out, run.method, run.seed, run.final_model) for out in args.comparisons.split(",")
               for runs in finished_runs(out).values() for run in runs]
     started, final, start = time.monotonic(), [], {}
-
-    def entropy_of(path: str, seed: int) -> float:
-        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-        return own_held_out_entropy(model, tokenizer, test, seed, max_new_tokens)
-
+    warm_start = load_policy(paths["model"])
     for out, method, seed, path in models:
         if str(seed) not in start:
-            start[str(seed)] = entropy_of(paths["model"], seed)
+            start[str(seed)] = own_held_out_entropy(*warm_start, test, seed, max_new_tokens)
         final.append({"comparison": os.path.relpath(out), "method": method, "seed": seed,
-                      "entropy": entropy_of(path, seed)})
+                      "entropy": own_held_out_entropy(*load_policy(path), test, seed, max_new_tokens)})
         print(f"{out} {method} seed {seed}: held-out entropy {final[-1]['entropy']:.4f} (warm start "
               f"{start[str(seed)]:.4f})  ({time.monotonic() - started:.0f} s)", flush=True)
     tested = final_claims(final)

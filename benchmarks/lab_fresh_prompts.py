@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_recipes.launch.compare import (CLAIMED_ABOVE, CW_GRPO_BASELINES, EXPLORATION_CLAIMS, diff_verdict,
-                                         finished_runs, paired_change, welch_test)
+from rlvr_recipes.launch.compare import (CLAIMED_ABOVE, CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs,
+                                         paired_change, paired_claim, welch_test)
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
@@ -174,16 +174,8 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
         above = claimed_above[p["method"], p["baseline"], p["figure"]]
         tests.append((f"{p['method']} {wording[p['figure'], above]} {p['baseline']}", p["source"], p["method"],
                       by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], above))
-    out = []
-    for claim, source, name, mine, base, theirs, higher in tests:
-        seeds = sorted(set(mine) & set(theirs), key=int)
-        if len(seeds) < 2:
-            continue
-        verdict, evidence = diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
-        out.append({"claim": claim, "source": source, "verdict": verdict, "evidence": evidence,
-                    "values": {name: {s: mine[s] for s in seeds}, base: {s: theirs[s] for s in seeds},
-                               "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}})
-    return out
+    return [paired_claim(claim, source, name, mine, base, theirs, higher)
+            for claim, source, name, mine, base, theirs, higher in tests if len(set(mine) & set(theirs)) >= 2]
 
 
 def _interval(t: dict[str, Any]) -> str:

@@ -132,6 +132,16 @@ def test_advantages_are_the_registered_estimators_worked_by_hand():
         assert float(adv[1, 2]) == 0.0 and torch.equal(adv[:, 1], adv[:, 0]), method
 
 
+def _assert_documented_and_made(command: str, target: str) -> None:
+    """``command`` is shown in docs/lab.md (a commented command's continuation lines joined) and is the one command
+    `make TARGET` runs."""
+    from tests.test_lab import _make_recipe
+
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        assert command in re.sub(r"\s*\\\n#\s*", " ", f.read())
+    assert _make_recipe(target)[1] == [command]
+
+
 @pytest.mark.parametrize("name, target, first_seed", [
     ("lab_entropy_probe", "lab-entropy-probe", 125),
     ("lab_entropy_probe_trained", "lab-entropy-probe-trained", 157),
@@ -141,7 +151,6 @@ def test_committed_probe_gives_the_claims_it_records(name, target, first_seed):
     models): each one's claims are the ones its per-seed figures give, its command is the one docs/lab.md shows and
     the one its make target runs, and its batch seeds are the lab's new ones (125 on, 157 on)."""
     from benchmarks.lab_entropy_probe import METHODS, claims
-    from tests.test_lab import _make_recipe
 
     with open(os.path.join(ROOT, "benchmarks", f"{name}.json")) as f:
         probe = json.load(f)
@@ -150,10 +159,7 @@ def test_committed_probe_gives_the_claims_it_records(name, target, first_seed):
     assert seeds == list(range(first_seed, first_seed + len(seeds)))
     assert len({str(r.get("unit", r["seed"])) for r in probe["seeds"]}) >= 8
     assert all(set(r["adam"]) == set(METHODS) == set(r["sgd"]) for r in probe["seeds"])
-    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        doc = re.sub(r"\s*\\\n#\s*", " ", f.read())  # the commented command's continuation lines joined
-    assert probe["command"] in doc
-    assert _make_recipe(target)[1] == [probe["command"]]
+    _assert_documented_and_made(probe["command"], target)
 
 
 def test_own_held_out_entropy_is_the_token_mean_over_the_models_own_samples(tiny):
@@ -207,12 +213,9 @@ def test_committed_final_entropy_gives_the_claims_it_records():
     are the ones its final models' figures give, every run has the warm start's figure on its seed, and its command is
     the one docs/lab.md shows and `make lab-final-entropy` runs."""
     from benchmarks.lab_entropy_probe import final_claims
-    from tests.test_lab import _make_recipe
 
     with open(os.path.join(ROOT, "benchmarks", "lab_final_entropy.json")) as f:
         record = json.load(f)
     assert final_claims(record["final"]) == record["claims"] and len(record["claims"]) >= 4
     assert {str(row["seed"]) for row in record["final"]} == set(record["start"])
-    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert record["command"] in re.sub(r"\s*\\\n#\s*", " ", f.read())
-    assert _make_recipe("lab-final-entropy")[1] == [record["command"]]
+    _assert_documented_and_made(record["command"], "lab-final-entropy")

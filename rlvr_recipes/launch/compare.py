@@ -130,6 +130,22 @@ def series(steps: dict[int, dict[str, float]], key: str) -> dict[int, float]:
 # ---------------------------------------------------------------------------------------------------- pass@k
 
 
+def load_policy(model_dir: str) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of the Hugging Face model in ``model_dir``: the model in float32 and eval mode, the
+    tokenizer padding on the left, for ``generate``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval(), tokenizer
+
+
+def render_prompts(tokenizer: Any, messages: Sequence[Any]) -> list[str]:
+    """Each prompt of ``messages`` (a verl parquet file's ``prompt`` column) rendered by the model's chat template with
+    a generation prompt, as verl's agent loop renders it."""
+    return [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in messages]
+
+
 def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..., Any], samples: int,
                           max_new_tokens: int, seed: int, batch_prompts: int = 64,
                           record: Optional[dict[str, list]] = None) -> np.ndarray:
@@ -144,14 +160,12 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     """
     import pandas as pd
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from rlvr_recipes.cpu_backend.sampling import keyed_sampling, request_key
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model, tokenizer = load_policy(model_dir)
     df = pd.read_parquet(data_path)
-    prompts = [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in df["prompt"]]
+    prompts = render_prompts(tokenizer, df["prompt"])
     counts = np.zeros(len(df), dtype=np.int64)
     for start in range(0, len(prompts), batch_prompts):
         chunk = prompts[start : start + batch_prompts]
@@ -875,6 +889,19 @@ def diff_verdict(a: Sequence[float], b: Sequence[float], higher: bool, paired: b
     if high < 0:
         return "did not hold", detail
     return "cannot be judged", detail + ": the interval holds 0"
+
+
+def paired_claim(claim: str, source: str, method: str, mine: dict[str, float], base: str, theirs: dict[str, float],
+                 higher: bool) -> dict[str, Any]:
+    """``claim``, that ``method``'s figure lies above ``base``'s (``higher``) or below it, tested seed by seed on the
+    seeds both have (``mine`` and ``theirs``: each one's figure by seed, seeds as strings) by :func:`diff_verdict`'s
+    paired t-test: ``{"claim", "source", "verdict", "evidence", "values"}``, where ``values`` keeps each side's
+    figures on those seeds and their ``"difference by seed"``."""
+    seeds = sorted(set(mine) & set(theirs), key=int)
+    verdict, evidence = diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
+    return {"claim": claim, "source": source, "verdict": verdict, "evidence": evidence,
+            "values": {method: {s: mine[s] for s in seeds}, base: {s: theirs[s] for s in seeds},
+                       "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}}
 
 
 def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, Any]]:
