@@ -39,6 +39,9 @@
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
 #                    down"; make lab-symmetry-121 GRPO and the positive-dominant control x 4 seeds from 121
+#   make lab-symmetry-neg GRPO and the negative-dominant control x 4 seeds (161-164), two lanes
+#                    (runs/lab_symmetry_neg); writes benchmarks/lab_symmetry_neg_summary.json, docs/lab.md's "The
+#                    negative-dominant control again on seeds 161-164"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
@@ -81,7 +84,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration lab-symmetry lab-entropy-probe \
+	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-entropy-probe \
 	lab-entropy-probe-trained lab-final-entropy toy bench clean
 
 $(STAMP): setup.py $(LOCK)
@@ -207,6 +210,13 @@ lab-symmetry: $(STAMP)
 LAB_SYMMETRY_MORE_ARGS ?= --methods grpo,agrae_pos_dominant --seeds 4 --first-seed $* --steps 50 --passk-samples 64
 lab-symmetry-%: $(STAMP)
 	$(call lab_comparison,$(LAB_SYMMETRY_MORE_ARGS),lab_symmetry_$*)
+
+# GRPO and its negative-dominant control on seeds 161-164: the control's two claims were tested on 117-120 only;
+# taken together with 117-120 as planned (LAB_PLANNED) before these ran
+LAB_SYMMETRY_NEG_METHODS ?= grpo,agrae_neg_dominant
+LAB_SYMMETRY_NEG_ARGS ?= --seeds 4 --first-seed 161 --steps 50 --passk-samples 64
+lab-symmetry-neg: $(STAMP)
+	$(call lab_comparison,--methods $(LAB_SYMMETRY_NEG_METHODS) $(LAB_SYMMETRY_NEG_ARGS),lab_symmetry_neg)
 
 # the probe behind docs/lab.md's "One update's effect on entropy": from the warm start, each method's first optimizer
 # step on one batch of a seed and its effect on the held-out entropy, 32 batches (seeds 125-156); trains no run

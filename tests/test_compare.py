@@ -270,12 +270,13 @@ def test_claims_read_the_runs():
     # 001's Control Experiment I: the positive-dominant control is claimed below GRPO (entropy, large-k pass@k), the
     # negative-dominant above it. GRPO's entropy over the last 20 % of its 4 steps is 0.40/0.42 and its pass@4
     # 0.70/0.71. Positive-dominant's 0.20/0.23 (differences -0.20, -0.19) and 0.60/0.62 (-0.10, -0.09) lie below
-    # (held); negative-dominant's entropy 0.20/0.23 does not lie above (did not hold) and its pass@4 0.70/0.71 is
-    # GRPO's (every difference 0: cannot be judged)
+    # (held); negative-dominant's entropy 0.20/0.23 does not lie above (did not hold), its pass@4 0.70/0.71 is
+    # GRPO's (every difference 0: cannot be judged), and its pass@1 0.60/0.61 against GRPO's 0.50/0.50 (differences
+    # +0.10, +0.11: mean +0.105, sd 0.00707, t 21 on 1 df, above 12.71) lies above (held)
     runs["agrae_pos_dominant"] = [_run([0.20] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.60), {2: 0.6}),
                                   _run([0.23] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.62), {2: 0.6})]
-    runs["agrae_neg_dominant"] = [_run([0.20] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.70), {2: 0.6}),
-                                  _run([0.23] * 4, [0.5] * 4, [0.5] * 4, (0.5, 0.71), {2: 0.6})]
+    runs["agrae_neg_dominant"] = [_run([0.20] * 4, [0.5] * 4, [0.5] * 4, (0.60, 0.70), {2: 0.6}),
+                                  _run([0.23] * 4, [0.5] * 4, [0.5] * 4, (0.61, 0.71), {2: 0.6})]
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     pos, neg = "agrae_pos_dominant", "agrae_neg_dominant"
     assert out[f"{pos} ends with entropy below grpo"]["verdict"] == "held"
@@ -283,6 +284,9 @@ def test_claims_read_the_runs():
     assert out[f"{pos} ends with large-k pass@4 below grpo"]["verdict"] == "held"
     assert out[f"{neg} keeps entropy above grpo"]["verdict"] == "did not hold"
     assert out[f"{neg} keeps large-k pass@4 above grpo"]["verdict"] == "cannot be judged"
+    assert out[f"{neg} ends with pass@1 above grpo"]["verdict"] == "held"
+    assert "0.605 vs 0.500" in out[f"{neg} ends with pass@1 above grpo"]["evidence"]
+    assert f"{pos} ends with pass@1 above grpo" not in out  # 001 claims no pass@1 of positive-dominant against GRPO
     assert out[f"{neg} keeps entropy above grpo"]["source"] == "001 Sec. 4.2, Fig. 2-3 (Table 1 negative-dominant)"
     assert f"{pos} keeps entropy above grpo" not in out and f"{neg} ends with entropy below grpo" not in out
 
