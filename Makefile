@@ -31,7 +31,8 @@
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
 #                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
-#                    names (reads their summaries, trains nothing; writes docs/lab.md's "The verdicts at a glance")
+#                    names, and the claims of the entropy probes (LAB_PROBES) (reads their JSONs, trains nothing;
+#                    writes docs/lab.md's "The verdicts at a glance")
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"
@@ -47,9 +48,9 @@
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
 #   make lab-entropy-probe-trained the same probe from GRPO's final models of seeds 117-124 (needs the runs of make
 #                    lab-symmetry and lab-symmetry-121); writes benchmarks/lab_entropy_probe_trained.json
-#   make lab-final-entropy the held-out entropy of the final models of seeds 113-124 on their own samples (needs the
-#                    runs of make lab-exploration, lab-symmetry and lab-symmetry-121); writes
-#                    benchmarks/lab_final_entropy.json
+#   make lab-final-entropy the held-out entropy of the final models of seeds 113-124 and 161-164 on their own
+#                    samples (needs the runs of make lab-exploration, lab-symmetry, lab-symmetry-121 and
+#                    lab-symmetry-neg); writes benchmarks/lab_final_entropy.json
 #   make lab-group-size GRPO trained at G = 8, 4 and 2 x 3 seeds (90-92) on the countdown task, two lanes
 #                    (runs/lab_group_size); writes benchmarks/lab_group_size_summary.json, docs/lab.md's "ACR and
 #                    accuracy against the group size, each G trained at its own"
@@ -230,9 +231,11 @@ LAB_PROBE_TRAINED_ARGS ?= --from runs/lab_symmetry,runs/lab_symmetry_121 --seeds
 lab-entropy-probe-trained: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_PROBE_TRAINED_ARGS) --json benchmarks/lab_entropy_probe_trained.json
 
-# no update: the final models of seeds 113-124 (GRPO, GRPO-N, A-GRAE and 001's two controls), each one's entropy on its
-# own samples of the held-out prompts (needs runs/lab_exploration, runs/lab_symmetry and runs/lab_symmetry_121)
-LAB_FINAL_ENTROPY_ARGS ?= --final --from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121
+# no update: the final models of seeds 113-124 and 161-164 (GRPO, GRPO-N, A-GRAE and 001's two controls), each one's
+# entropy on its own samples of the held-out prompts (needs runs/lab_exploration, runs/lab_symmetry,
+# runs/lab_symmetry_121 and runs/lab_symmetry_neg)
+LAB_FINAL_ENTROPY_ARGS ?= --final \
+	--from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121,runs/lab_symmetry_neg
 lab-final-entropy: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_FINAL_ENTROPY_ARGS) --json benchmarks/lab_final_entropy.json
 
@@ -254,14 +257,19 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_summary.json benchmarks/lab_group_size_93_summary.json \
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
-	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json benchmarks/lab_confirm_passk256.json
+	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json \
+	benchmarks/lab_symmetry_neg_summary.json benchmarks/lab_confirm_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
-# those of seeds 121-124 name 117-124)
+# those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \
-	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json
+	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json \
+	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json
+# the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
+LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
+	benchmarks/lab_final_entropy.json
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool $(addprefix --planned ,$(LAB_PLANNED)) \
-		--publish docs/lab.md
+		$(addprefix --probe ,$(LAB_PROBES)) --publish docs/lab.md
 
 # a committed comparison's seed trained again with its recorded command's settings, then its figures compared run by
 # run with the committed summary's (docs/lab.md "A seed trained again from an empty folder")

@@ -38,7 +38,8 @@ run's seed), with the warm start's on each seed's draws, and each entropy claim 
 :data:`rlvr_recipes.launch.compare.EXPLORATION_CLAIMS` is tested seed by seed on it (:func:`final_claims`): the
 entropy the runs log is taken on their training batches, this one on prompts no run trains on.
 
-    python benchmarks/lab_entropy_probe.py --final --from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121 \
+    python benchmarks/lab_entropy_probe.py --final \
+        --from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121,runs/lab_symmetry_neg \
         --json benchmarks/lab_final_entropy.json
 """
 

@@ -380,11 +380,13 @@ def test_committed_lab_summaries_keep_the_figures_each_verdict_was_taken_on():
     ("lab-target", "LAB_TARGET", "lab_target", "lab_target_summary.json"),
     ("lab-exploration", "LAB_EXPLORATION", "lab_exploration", "lab_exploration_summary.json"),
     ("lab-symmetry", "LAB_SYMMETRY", "lab_symmetry", "lab_symmetry_summary.json"),
+    ("lab-symmetry-neg", "LAB_SYMMETRY_NEG", "lab_symmetry_neg", "lab_symmetry_neg_summary.json"),
 ])
 def test_make_target_reproduces_its_committed_summary(target, variables, out, summary):
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
     comparison, `make lab-exploration` behind the exploration claims on seeds 113-116, `make lab-symmetry` behind
-    001's Control Experiment I on seeds 117-120: each runs the command its committed summary records, with methods
+    001's Control Experiment I on seeds 117-120, `make lab-symmetry-neg` behind its negative-dominant control again on
+    seeds 161-164: each runs the command its committed summary records, with methods
     this package registers, and copies the summary it writes over the committed one."""
     import re
     import shlex
@@ -405,15 +407,17 @@ def test_make_target_reproduces_its_committed_summary(target, variables, out, su
 
 
 def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
-    """docs/lab.md's "The verdicts at a glance" is what launch.verdicts writes from the summaries its command names,
-    `make lab-verdicts` names the same summaries, and every committed lab summary is in the table or named as left
-    out: a summary changed or added without the table written again fails."""
+    """docs/lab.md's "The verdicts at a glance" is what launch.verdicts writes from the summaries and probes its
+    command names, `make lab-verdicts` names the same ones, every committed lab summary is in the table or named as
+    left out, and every committed JSON of the entropy probe is in its table: a summary changed or added without the
+    table written again fails."""
     import glob
     import re
     import shlex
 
-    from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PUBLISH_END, PUBLISH_START, ledger, markdown,
-                                              planned_poolings, pooled, pooled_markdown, read_summaries)
+    from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START, ledger,
+                                              markdown, planned_poolings, pooled, pooled_markdown, probe_rows,
+                                              probes_markdown, read_summaries)
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "docs", "lab.md")) as f:
@@ -422,24 +426,37 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     command, table = block.split("\n\n", 1)
     words = shlex.split(command.strip("`"))
     assert words[:3] == ["python", "-m", "rlvr_recipes.launch.verdicts"]
-    pool = words.index("--pool")  # with the pooled table, then the poolings planned before their last run
-    paths, options = words[3:pool], words[pool + 1:]
-    assert options[0::2] == ["--planned"] * (len(options) // 2) and len(options) % 2 == 0
-    planned = planned_poolings(options[1::2], paths)
+    pool = words.index("--pool")  # with the pooled table, then the poolings planned before their last run, then
+    paths, options = words[3:pool], words[pool + 1:]  # the probes
+    flags = options[0::2]
+    assert len(options) % 2 == 0 and flags == sorted(flags) and set(flags) == {"--planned", "--probe"}
+    planned = [v for f, v in zip(flags, options[1::2]) if f == "--planned"]
+    probes = [v for f, v in zip(flags, options[1::2]) if f == "--probe"]
     summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(root, p) for p in paths]))]
-    assert table + "\n" == markdown(ledger(summaries)) + POOLED_HEADING + pooled_markdown(pooled(summaries, planned))
+    probed = [(p, s) for p, (_, s) in zip(probes, read_summaries([os.path.join(root, p) for p in probes]))]
+    assert table + "\n" == (markdown(ledger(summaries)) + POOLED_HEADING
+                            + pooled_markdown(pooled(summaries, planned_poolings(planned, paths)))
+                            + PROBES_HEADING + probes_markdown(probe_rows(probed)))
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read().replace("\\\n", " ")
     assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
-    assert re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split() == options[1::2]
+    assert re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split() == planned
+    assert re.search(r"^LAB_PROBES \?= (.*)$", makefile, re.M).group(1).split() == probes
     assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --pool "
-                     r"\$\(addprefix --planned ,\$\(LAB_PLANNED\)\)\s+--publish docs/lab\.md$", makefile, re.M)
+                     r"\$\(addprefix --planned ,\$\(LAB_PLANNED\)\)\s+\$\(addprefix --probe ,\$\(LAB_PROBES\)\)"
+                     r"\s+--publish docs/lab\.md$", makefile, re.M)
     intro = doc[doc.index("## The verdicts at a glance"): doc.index(PUBLISH_START)]
     for path in glob.glob(os.path.join(root, "benchmarks", "lab_*_summary.json")):
         name = os.path.basename(path)
         left_out = re.sub(r"_summary\.json$", "", name)
         assert (f"benchmarks/{name}" in paths or f"`{left_out}`" in intro
                 or (left_out.startswith("lab_lanes_") and "`lab_lanes_*`" in intro)), name
+    for path in glob.glob(os.path.join(root, "benchmarks", "*.json")):
+        with open(path) as f:
+            written = json.load(f)
+        if isinstance(written, dict) and str(written.get("command", "")).startswith(
+                "python benchmarks/lab_entropy_probe.py"):
+            assert f"benchmarks/{os.path.basename(path)}" in probes, path
 
 
 GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]

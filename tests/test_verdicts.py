@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PUBLISH_END, PUBLISH_START, cell, claimed_higher,
-                                          count_seed_sets, ledger, main, markdown, p_value, planned_poolings, pooled,
-                                          pooled_markdown, publish, seed_label, seed_set)
+from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START, cell,
+                                          claimed_higher, count_seed_sets, ledger, main, markdown, p_value,
+                                          planned_poolings, pooled, pooled_markdown, probe_rows, probes_markdown,
+                                          publish, seed_label, seed_set)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -236,3 +237,46 @@ def test_pool_on_the_command_line(tmp_path, capsys):
     assert "give --pool with it" in capsys.readouterr().err
     assert main([*paths, "--pool", "--planned", "a.json,z.json"]) == 2
     assert "z.json is not among the summaries given" in capsys.readouterr().err
+
+
+def _probe(units, verdict="held", evidence="+0.001 (paired t-test by seed, df 2, p = 0.0021, 3 seeds)"):
+    """A probe's JSON (benchmarks/lab_entropy_probe.py) with one claim paired over ``units``."""
+    claim = {"claim": "the entropy change of grpo_n's update (adam) lies above grpo's", "effect": "adam",
+             "source": "004 Sec. 4", "verdict": verdict, "evidence": evidence,
+             "values": {"grpo_n": {str(u): 0.1 for u in units}, "grpo": {str(u): 0.0 for u in units},
+                        "difference by seed": {str(u): 0.1 for u in units}}}
+    return {"command": "python benchmarks/lab_entropy_probe.py --seeds 3", "claims": [claim]}
+
+
+def test_probe_rows_by_hand():
+    rows = probe_rows([("benchmarks/p.json", _probe([125, 126, 127])),
+                       ("q.json", _probe([117, 119], "cannot be judged", "p = 0.33"))])
+    assert [(r["probe"], r["seeds"], r["verdict"]) for r in rows] == [
+        ("p.json", frozenset({125, 126, 127}), "held"), ("q.json", frozenset({117, 119}), "cannot be judged")]
+    lines = probes_markdown(rows).splitlines()
+    assert lines[0] == "| claim | paper | probe | seeds | verdict | evidence |"
+    assert lines[2] == ("| the entropy change of grpo_n's update (adam) lies above grpo's | 004 Sec. 4 | `p.json` | "
+                        "125-127 | held (p 0.0021) | +0.001 (paired t-test by seed, df 2, p = 0.0021, 3 seeds) |")
+    assert lines[3].split(" | ")[3:5] == ["117,119", "- (p 0.33)"]
+    with pytest.raises(ValueError, match="s.json: not a probe's JSON"):
+        probe_rows([("s.json", _summary(5, 2, [(PASSK, "held", "p = 0.01")]))])
+    bare = _probe([1])
+    del bare["claims"][0]["values"]
+    with pytest.raises(ValueError, match="b.json: claim .* keeps no 'difference by seed'"):
+        probe_rows([("b.json", bare)])
+
+
+def test_probes_on_the_command_line(tmp_path, capsys):
+    summary, probe = tmp_path / "s.json", tmp_path / "p.json"
+    summary.write_text(json.dumps(_summary(5, 2, [(PASSK, "held", "p = 0.01")])))
+    probe.write_text(json.dumps(_probe([125, 126, 127])))
+    doc = tmp_path / "lab.md"
+    doc.write_text(f"{PUBLISH_START}\n{PUBLISH_END}\n")
+    assert main([str(summary), "--probe", str(probe), "--publish", str(doc)]) == 0
+    out = capsys.readouterr().out
+    table = PROBES_HEADING + probes_markdown(probe_rows([(str(probe), _probe([125, 126, 127]))]))
+    assert out.endswith(table + f"[verdicts] table written into {doc}\n") and table in doc.read_text()
+    assert f"verdicts {summary} --probe {probe}`" in doc.read_text()
+    assert main([str(summary)]) == 0 and PROBES_HEADING not in capsys.readouterr().out
+    assert main([str(summary), "--probe", str(summary)]) == 2  # a comparison's summary is not a probe
+    assert "not a probe's JSON" in capsys.readouterr().err

@@ -15,8 +15,10 @@ seeds overlap count as one (their runs share seeds, so they are not independent 
 the same seeds. With ``--pool`` a second table tests each claim of two methods once on the seeds of all the
 comparisons that made it alike (same settings, same build of the task, paired by seed), taken together
 (:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the last of its comparisons ran, and
-the table marks its row planned and every other row not. With ``--publish DOC`` the tables and the command that
-wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
+the table marks its row planned and every other row not. ``--probe P.json`` adds a last table, the claims of a
+measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect on entropy, or the final
+models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish DOC`` the tables and the
+command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
 """
 
 from __future__ import annotations
@@ -266,6 +268,50 @@ def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: what the probes' table is, above it (``--probe``)
+PROBES_HEADING = ("\nMeasured without training a run (`--probe`): each claim of a probe's JSON, tested by the paired "
+                  "t-test over the units its `seeds` column names. A unit is what the probe's command pairs: a batch "
+                  "of prompts drawn with that seed and one update on it from the warm start, or a run of that seed "
+                  "(its final model, or one update from it averaged over its batches). These claims are about one "
+                  "update or the final models, not about the runs' training curves, so they are neither counted "
+                  "with the seed sets above nor pooled.\n\n")
+
+
+def probe_rows(probes: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each claim of the ``(name, probe)`` JSONs that ``benchmarks/lab_entropy_probe.py`` writes, in their order.
+
+    A probe holds the ``command`` that wrote it and ``claims`` in ``launch.compare``'s form, each paired over the units
+    its :data:`DIFFERENCE` values name (batch seeds, or the seeds of the runs whose models were probed).
+
+    Returns one row per claim: ``{"claim", "source", "probe", "seeds", "verdict", "evidence"}``, ``probe`` the file
+    name, ``seeds`` the frozenset of units.
+
+    Raises:
+        ValueError: a file without a command and claims, or a claim without its figures by unit, naming it.
+    """
+    rows = []
+    for name, probe in probes:
+        if not (isinstance(probe, dict) and probe.get("claims") and isinstance(probe.get("command"), str)):
+            raise ValueError(f"{name}: not a probe's JSON with a command and claims")
+        for claim in probe["claims"]:
+            units = (claim.get("values") or {}).get(DIFFERENCE)
+            if not isinstance(units, dict) or not units:
+                raise ValueError(f"{name}: claim {claim.get('claim')!r} keeps no {DIFFERENCE!r}")
+            rows.append({"claim": claim["claim"], "source": claim.get("source", ""), "probe": _base(name),
+                         "seeds": frozenset(int(u) for u in units), "verdict": claim["verdict"],
+                         "evidence": claim.get("evidence", "")})
+    return rows
+
+
+def probes_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The probes' rows (:func:`probe_rows`) as a Markdown table, a line per claim."""
+    lines = ["| claim | paper | probe | seeds | verdict | evidence |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['claim']} | {row['source']} | `{row['probe']}` | {seed_label(row['seeds'])} | "
+                     f"{cell(row)} | {row['evidence']} |")
+    return "\n".join(lines) + "\n"
+
+
 def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[list[str]]:
     """``--planned`` values (comma-separated summary names) as lists of names.
 
@@ -298,7 +344,8 @@ def publish(text: str, doc: str) -> None:
 
 
 def read_summaries(paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    """``(path, summary)`` for each path; raises ValueError naming a file that is missing or not JSON."""
+    """``(path, its JSON)`` for each path (summaries, or probes' JSONs); raises ValueError naming a file that is
+    missing or not JSON."""
     out = []
     for path in paths:
         try:
@@ -320,6 +367,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--planned", metavar="A.json,B.json", action="append", default=[],
                         help="with --pool: these summaries' comparisons were planned to be taken together before the "
                              "last of them ran (repeat for each such pooling); their pooled rows are marked planned")
+    parser.add_argument("--probe", metavar="P.json", action="append", default=[],
+                        help="a measurement that trains no run (benchmarks/lab_entropy_probe.py's JSON): its claims "
+                             "in a last table (repeat for each)")
     args = parser.parse_args(argv)
     try:
         if args.planned and not args.pool:
@@ -329,10 +379,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         text = markdown(ledger(summaries))
         if args.pool:
             text += POOLED_HEADING + pooled_markdown(pooled(summaries, plans))
+        if args.probe:
+            text += PROBES_HEADING + probes_markdown(probe_rows(read_summaries(args.probe)))
         if args.publish:
             command = "python -m rlvr_recipes.launch.verdicts " + " ".join(
                 [*(shlex.quote(p) for p in args.summaries), *(["--pool"] if args.pool else []),
-                 *(f"--planned {shlex.quote(p)}" for p in args.planned)])
+                 *(f"--planned {shlex.quote(p)}" for p in args.planned),
+                 *(f"--probe {shlex.quote(p)}" for p in args.probe)])
             publish(f"`{command}`\n\n{text}", args.publish)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
