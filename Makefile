@@ -31,8 +31,8 @@
 #   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
 #                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
 #                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
-#                    names, and the claims of the entropy probes (LAB_PROBES) (reads their JSONs, trains nothing;
-#                    writes docs/lab.md's "The verdicts at a glance")
+#                    names, then the claims of the entropy probes that LAB_PROBES names (reads their JSONs, trains
+#                    nothing; writes docs/lab.md's "The verdicts at a glance")
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"
@@ -212,8 +212,8 @@ LAB_SYMMETRY_MORE_ARGS ?= --methods grpo,agrae_pos_dominant --seeds 4 --first-se
 lab-symmetry-%: $(STAMP)
 	$(call lab_comparison,$(LAB_SYMMETRY_MORE_ARGS),lab_symmetry_$*)
 
-# GRPO and its negative-dominant control on seeds 161-164: the control's two claims were tested on 117-120 only;
-# taken together with 117-120 as planned (LAB_PLANNED) before these ran
+# GRPO and its negative-dominant control on seeds 161-164: its entropy and pass@64 claims had run on 117-120 only,
+# with which these are pooled as planned before they ran (LAB_PLANNED); its pass@1 claim is tested here first
 LAB_SYMMETRY_NEG_METHODS ?= grpo,agrae_neg_dominant
 LAB_SYMMETRY_NEG_ARGS ?= --seeds 4 --first-seed 161 --steps 50 --passk-samples 64
 lab-symmetry-neg: $(STAMP)

@@ -386,8 +386,8 @@ def test_make_target_reproduces_its_committed_summary(target, variables, out, su
     """`make lab-confirm` is the one command behind the nine-claims report, `make lab-target` behind the 2-hour
     comparison, `make lab-exploration` behind the exploration claims on seeds 113-116, `make lab-symmetry` behind
     001's Control Experiment I on seeds 117-120, `make lab-symmetry-neg` behind its negative-dominant control again on
-    seeds 161-164: each runs the command its committed summary records, with methods
-    this package registers, and copies the summary it writes over the committed one."""
+    seeds 161-164: each runs the command its committed summary records, with methods this package registers, and
+    copies the summary it writes over the committed one."""
     import re
     import shlex
 
