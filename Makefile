@@ -43,6 +43,11 @@
 #   make lab-symmetry-neg GRPO and the negative-dominant control x 4 seeds (161-164), two lanes
 #                    (runs/lab_symmetry_neg); writes benchmarks/lab_symmetry_neg_summary.json, docs/lab.md's "The
 #                    negative-dominant control again on seeds 161-164"
+#   make lab-symmetry-passk256 GRPO's and the negative-dominant control's runs of seeds 117-120 and 161-164 scored
+#                    again to pass@256, each on its own seed's draws, tested seed by seed (needs the runs of make
+#                    lab-symmetry and lab-symmetry-neg; 24 models, ~63 min); writes
+#                    benchmarks/lab_symmetry_passk256.json and lab_symmetry_neg_passk256.json, docs/lab.md's "The
+#                    negative-dominant control at k = 256"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
@@ -85,7 +90,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-entropy-probe \
+	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 lab-entropy-probe \
 	lab-entropy-probe-trained lab-final-entropy toy bench clean
 
 $(STAMP): setup.py $(LOCK)
@@ -238,6 +243,15 @@ LAB_FINAL_ENTROPY_ARGS ?= --final \
 	--from runs/lab_exploration,runs/lab_symmetry,runs/lab_symmetry_121,runs/lab_symmetry_neg
 lab-final-entropy: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_FINAL_ENTROPY_ARGS) --json benchmarks/lab_final_entropy.json
+
+# the runs behind docs/lab.md's "The negative-dominant control at k = 256": 24 models (GRPO and the control at
+# seeds 117-120 and 161-164, the initial model at each seed); not --keep, as lab-passk256
+LAB_SYMMETRY_PASSK256_ARGS ?= --held-out --samples 256 --by-seed --methods grpo,agrae_neg_dominant
+lab-symmetry-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_symmetry $(LAB_SYMMETRY_PASSK256_ARGS) \
+		--json benchmarks/lab_symmetry_passk256.json
+	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_symmetry_neg $(LAB_SYMMETRY_PASSK256_ARGS) \
+		--json benchmarks/lab_symmetry_neg_passk256.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -47,6 +47,7 @@ import numpy as np
 from rlvr_recipes.launch.compare import (CLAIMED_ABOVE, CW_GRPO_BASELINES, EXPLORATION_CLAIMS, finished_runs,
                                          paired_change, paired_claim, welch_test)
 from rlvr_recipes.launch.task_properties import scorer, write_fresh_prompts
+from rlvr_recipes.launch.verdicts import START_KEY, start_accuracy
 
 FIGURES = ("pass@1", "pass@8", "pass@max", "at_0", "above_0.95")
 #: the figure here of each figure an exploration claim names (compare.EXPLORATION_CLAIMS; its direction is
@@ -272,6 +273,19 @@ def main() -> int:
     return 0
 
 
+def comparison_of(out: str) -> dict[str, Any]:
+    """The task, overrides and build (the initial model's held-out greedy accuracy) of the comparison whose runs are
+    scored, from its ``summary.json`` in ``out``, or nothing where it has none: ``launch.verdicts`` pools the claims
+    of two rescorings only where these agree (:func:`~rlvr_recipes.launch.verdicts.pooled`)."""
+    path = os.path.join(out, "summary.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        summary = json.load(f)
+    return {"task": summary["setup"].get("task"), "overrides": summary["setup"].get("overrides"),
+            START_KEY: start_accuracy(summary)}
+
+
 def problems_of(args: argparse.Namespace) -> str:
     return "the build's held-out prompts" if args.held_out else f"{args.fresh} fresh problems (seed {args.fresh_seed})"
 
@@ -294,7 +308,8 @@ def write_json(args: argparse.Namespace, start: dict[str, Any], results: dict[st
         seeds = sorted({r["seed"] for rs in results.values() for r in rs})
         record["setup"] = {"scored": problems_of(args), "methods": list(results), "seeds": len(seeds),
                            "first_seed": seeds[0] if seeds else 0, "seed_list": seeds,
-                           "steps": steps[0] if len(steps) == 1 else steps, "passk_samples": args.samples}
+                           "steps": steps[0] if len(steps) == 1 else steps, "passk_samples": args.samples,
+                           **comparison_of(args.out)}
         record["claims"] = claims(results, {int(s): f for s, f in start.items()}, pairs, args.samples)
     with open(args.json, "w") as f:
         json.dump(record, f, indent=1)

@@ -149,11 +149,18 @@ def markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: where a rescoring's summary (``benchmarks/lab_fresh_prompts.py --by-seed``), which has no table, records the build
+#: of the comparison whose runs it scored
+START_KEY = "held-out acc, start"
+
+
 def start_accuracy(summary: dict[str, Any]) -> Optional[float]:
-    """The initial model's held-out greedy accuracy in a summary's table (every method starts from it), rounded to 4
-    digits, or None: it tells one build of the task from another (floating-point reductions differ between CPUs)."""
-    starts = [row["held-out acc, start"][0] for row in (summary.get("table") or {}).values()
-              if "held-out acc, start" in row]
+    """The initial model's held-out greedy accuracy in a summary's table (every method starts from it), else in its
+    ``setup`` (:data:`START_KEY`, a rescoring's), rounded to 4 digits, or None: it tells one build of the task from
+    another (floating-point reductions differ between CPUs)."""
+    starts = [row[START_KEY][0] for row in (summary.get("table") or {}).values() if START_KEY in row]
+    if not starts and summary.get("setup", {}).get(START_KEY) is not None:
+        starts = [summary["setup"][START_KEY]]
     return round(float(starts[0]), 4) if starts else None
 
 
