@@ -249,6 +249,18 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     monkeypatch.setattr("sys.argv", [*argv[:-4], "--methods", "grpo,cw_grpo"])
     assert fresh.main() == 2
     assert "--methods cw_grpo: no finished run" in capsys.readouterr().err
+    # the comparison's own summary in the folder: its task, overrides and build go into setup, and launch.verdicts
+    # reads the build there (a rescoring has no table)
+    from rlvr_recipes.launch.verdicts import start_accuracy
+
+    (tmp_path / "summary.json").write_text(json.dumps({
+        "setup": {"task": "countdown", "overrides": ["a=1"]},
+        "table": {"grpo": {"held-out acc, start": [0.55501, 0.0]}, "grpo_n": {"held-out acc, start": [0.55501, 0.0]}}}))
+    monkeypatch.setattr("sys.argv", argv)
+    assert fresh.main() == 0
+    setup = json.loads(out.read_text())["setup"]
+    assert setup == {**record["setup"], "task": "countdown", "overrides": ["a=1"], "held-out acc, start": 0.555}
+    assert start_accuracy(json.loads(out.read_text())) == 0.555 and start_accuracy(record) is None
 
 
 def test_committed_passk256_scores_give_the_tests_they_record():
@@ -415,9 +427,9 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     import re
     import shlex
 
-    from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START, ledger,
-                                              markdown, planned_poolings, pooled, pooled_markdown, probe_rows,
-                                              probes_markdown, read_summaries)
+    from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START,
+                                              glance_markdown, ledger, markdown, planned_poolings, pooled,
+                                              pooled_markdown, probe_rows, probes_markdown, read_summaries)
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "docs", "lab.md")) as f:
@@ -434,8 +446,9 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     probes = [v for f, v in zip(flags, options[1::2]) if f == "--probe"]
     summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(root, p) for p in paths]))]
     probed = [(p, s) for p, (_, s) in zip(probes, read_summaries([os.path.join(root, p) for p in probes]))]
-    assert table + "\n" == (markdown(ledger(summaries)) + POOLED_HEADING
-                            + pooled_markdown(pooled(summaries, planned_poolings(planned, paths)))
+    pooled_rows = pooled(summaries, planned_poolings(planned, paths))
+    assert table + "\n" == (glance_markdown(ledger(summaries), pooled_rows) + markdown(ledger(summaries))
+                            + POOLED_HEADING + pooled_markdown(pooled_rows)
                             + PROBES_HEADING + probes_markdown(probe_rows(probed)))
     with open(os.path.join(root, "Makefile")) as f:
         makefile = f.read().replace("\\\n", " ")

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_recipes.launch.verdicts import (POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START, cell,
-                                          claimed_higher, count_seed_sets, ledger, main, markdown, p_value,
-                                          planned_poolings, pooled, pooled_markdown, probe_rows, probes_markdown,
-                                          publish, seed_label, seed_set)
+from rlvr_recipes.launch.verdicts import (GLANCE_NOTE, POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START,
+                                          START_KEY, cell, claimed_higher, count_seed_sets, glance_markdown, ledger,
+                                          main, markdown, p_value, planned_poolings, pooled, pooled_markdown,
+                                          probe_rows, probes_markdown, publish, reading, seed_label, seed_set,
+                                          start_accuracy)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -108,6 +109,38 @@ def test_markdown_by_hand():
                          "seed")
 
 
+def test_reading_of_the_seed_sets_by_hand():
+    """test_ledger_by_hand's rows: the entropy claim, tested on one set, never decided; pass@64 both ways (held on
+    2-5, did not hold on 0-4 and 40-42); then each count worked out."""
+    a = _summary(0, 5, [(ENTROPY, "cannot be judged", "p = 0.9"), (PASSK, "did not hold", "p = 0.05")])
+    b = _summary(40, 3, [(PASSK, "did not hold", "p = 0.004")])
+    c = _summary(2, 4, [(PASSK, "held", "p = 0.01")])
+    table = ledger([("a.json", a), ("b.json", b), ("c.json", c)])
+    assert [reading(r) for r in table["rows"]] == ["never decided", "both ways"]
+    assert reading(ledger([("a.json", a), ("b.json", b)])["rows"][1]) == "replicated: did not hold"  # 0-4, 40-42
+    assert reading(ledger([("a.json", a)])["rows"][1]) == "decided once: did not hold"
+    assert reading({"held": 1, "did not hold": 0}) == "decided once: held"
+    assert reading({"held": 3, "did not hold": 0}) == "replicated: held"
+    # the glance table: a line per claim, and with pooled rows the planned poolings' verdicts (not the others)
+    lines = glance_markdown(table).split("\n")
+    assert lines[0] == "| claim | paper | seed sets: held / did not hold / tested | reading |"
+    assert lines[1] == "|---|---|---|---|"
+    assert lines[2] == f"| {ENTROPY} | 004 Sec. 4 | 0 / 0 / 1 | never decided |"
+    assert lines[3] == f"| {PASSK} | 004 Sec. 4 | 1 / 2 / 2 | both ways |"
+    assert glance_markdown(table).endswith(GLANCE_NOTE)
+    rows = [{"claim": PASSK, "seeds": frozenset({0, 1, 40}), "planned": True, "verdict": "did not hold",
+             "evidence": "(p = 0.003)"},
+            {"claim": PASSK, "seeds": frozenset({5, 6}), "planned": True, "verdict": "cannot be judged",
+             "evidence": "(p = 0.4)"},
+            {"claim": PASSK, "seeds": frozenset({0, 1, 5, 6, 40}), "planned": False, "verdict": "held",
+             "evidence": "(p = 0.01)"}]
+    lines = glance_markdown(table, rows).split("\n")
+    assert lines[0].endswith(" | reading | planned pooling |") and lines[1] == "|---|---|---|---|---|"
+    assert lines[2] == f"| {ENTROPY} | 004 Sec. 4 | 0 / 0 / 1 | never decided |  |"
+    assert lines[3] == (f"| {PASSK} | 004 Sec. 4 | 1 / 2 / 2 | both ways | 0-1,40: did not hold (p 0.003); "
+                        "5-6: - (p 0.4) |")
+
+
 def test_publish_and_the_command_line(tmp_path, capsys):
     a = _summary(5, 2, [(PASSK, "held", "p = 0.01")])
     path = tmp_path / "s.json"
@@ -115,7 +148,7 @@ def test_publish_and_the_command_line(tmp_path, capsys):
     doc = tmp_path / "lab.md"
     doc.write_text(f"# Lab\n\n{PUBLISH_START}\nold\n{PUBLISH_END}\n\nafter\n")
     assert main([str(path), "--publish", str(doc)]) == 0
-    table = markdown(ledger([(str(path), a)]))
+    table = glance_markdown(ledger([(str(path), a)])) + markdown(ledger([(str(path), a)]))
     assert doc.read_text() == (f"# Lab\n\n{PUBLISH_START}\n\n`python -m rlvr_recipes.launch.verdicts {path}`\n\n"
                                f"{table}\n{PUBLISH_END}\n\nafter\n")
     assert capsys.readouterr().out.startswith(table)
@@ -178,6 +211,28 @@ def test_pooled_by_hand():
     assert pooled_markdown(rows).splitlines()[2] == (f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | no | held (p 0.0163) | "
                                                      f"{row['evidence']} |")
     assert pooled_markdown([]) == "No claim was tested alike by two comparisons.\n"
+
+
+def test_rescorings_pool_only_with_rescorings_of_their_build():
+    """A rescoring (benchmarks/lab_fresh_prompts.py --by-seed) has no table: its build is its setup's START_KEY. Two
+    of one build pool as test_pooled_by_hand's a and b do (p 0.0163); one of another build, or one that records none
+    (written before the key existed), is left out."""
+    def rescoring(summary, start):
+        summary = {**summary, "setup": dict(summary["setup"])}
+        del summary["table"]
+        if start is not None:
+            summary["setup"][START_KEY] = start
+        return summary
+
+    a = rescoring(_paired(0, [0.6, 0.8], [0.5, 0.5]), 0.555)
+    b = rescoring(_paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True), 0.555)
+    other_build = rescoring(_paired(20, [0.0, 0.0], [0.9, 0.9]), 0.52)
+    unknown = rescoring(_paired(30, [0.0, 0.0], [0.9, 0.9]), None)
+    assert [start_accuracy(s) for s in (a, other_build, unknown)] == [0.555, 0.52, None]
+    assert start_accuracy(_paired(0, [0.6], [0.5], start=0.5204)) == 0.5204  # a comparison's table comes first
+    rows = pooled([("a.json", a), ("b.json", b), ("o.json", other_build), ("u.json", unknown)])
+    assert [(sorted(r["seeds"]), r["comparisons"]) for r in rows] == [([0, 1, 5, 6], ["a.json", "b.json"])]
+    assert "p = 0.0163" in rows[0]["evidence"]
 
 
 def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():

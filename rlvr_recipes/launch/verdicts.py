@@ -5,11 +5,13 @@ One comparison's verdict is one test at the 5 % level; a verdict that comes out 
 no seed is a replication, one that comes out once, or both ways, is not. This reads the ``summary.json`` that
 ``launch.compare`` writes for each comparison, or a rescoring's JSON that holds the same ``setup`` and ``claims``
 (``benchmarks/lab_fresh_prompts.py --by-seed``: the runs scored again at a larger k), trains and scores nothing, and
-prints a Markdown table:
+prints Markdown tables:
 
     python -m rlvr_recipes.launch.verdicts runs/lab/summary.json runs/lab_replication/summary.json
 
-A cell gives the verdict and the p-value of the comparison's test (``held``, ``did not hold``, ``-`` for cannot be
+The first table has a line per claim: on how many seed sets it held, did not hold and was tested, and what they say
+together (:func:`reading`: replicated, once, both ways or never decided). The second has a column per comparison. A
+cell gives the verdict and the p-value of the comparison's test (``held``, ``did not hold``, ``-`` for cannot be
 judged; empty when the comparison did not test the claim). The last column counts the seed sets: comparisons whose
 seeds overlap count as one (their runs share seeds, so they are not independent evidence), and so do comparisons on
 the same seeds. With ``--pool`` a second table tests each claim of two methods once on the seeds of all the
@@ -147,6 +149,43 @@ def markdown(table: dict[str, Any]) -> str:
         lines.append(f"- seeds {seed_label(c['seeds'])}: `{c['name']}`, {c['methods']} methods x {len(c['seeds'])} "
                      f"seeds, {c['steps']} steps, pass@k to {c['passk_samples']}, {c['test']}")
     return "\n".join(lines) + "\n"
+
+
+def reading(row: dict[str, Any]) -> str:
+    """What a claim's seed sets say together, from the ledger's counts (:func:`ledger`): ``replicated: held`` (or
+    ``did not hold``) where it came out so on two seed sets that share no seed and never the other way, ``decided
+    once: held`` (or ``did not hold``) where one seed set decided it, ``both ways``, or ``never decided``."""
+    held, against = row["held"], row["did not hold"]
+    if held and against:
+        return "both ways"
+    if held or against:
+        verdict = "held" if held else "did not hold"
+        return f"{'replicated' if max(held, against) >= 2 else 'decided once'}: {verdict}"
+    return "never decided"
+
+
+#: what the first table is, below it
+GLANCE_NOTE = ("\n`reading`: what a claim's seed sets say together, counted as in the last column of the table "
+               "below: replicated where it came out the same way on two seed sets that share no seed and never the "
+               "other way, decided once where one seed set decided it, both ways, or never decided. `planned "
+               "pooling`: the verdict of each pooling of seed sets named before its last comparison ran "
+               "(`--planned`; the pooled table below). Seed set by seed set, each comparison a column:\n\n")
+
+
+def glance_markdown(table: dict[str, Any], pooled_rows: Optional[Sequence[dict[str, Any]]] = None) -> str:
+    """One line per claim of the ledger (:func:`ledger`), in its order: the seed sets' counts and their
+    :func:`reading`, and with ``pooled_rows`` (:func:`pooled`) the verdict of each planned pooling of the claim."""
+    head = ["claim", "paper", "seed sets: held / did not hold / tested", "reading"]
+    if pooled_rows is not None:
+        head.append("planned pooling")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table["rows"]:
+        cells = [row["claim"], row["source"], f"{row['held']} / {row['did not hold']} / {row['tested']}", reading(row)]
+        if pooled_rows is not None:
+            cells.append("; ".join(f"{seed_label(r['seeds'])}: {cell(r)}" for r in pooled_rows
+                                   if r["planned"] and r["claim"] == row["claim"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" + GLANCE_NOTE
 
 
 #: where a rescoring's summary (``benchmarks/lab_fresh_prompts.py --by-seed``), which has no table, records the build
@@ -383,9 +422,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError("--planned marks rows of the pooled table: give --pool with it")
         plans = planned_poolings(args.planned, args.summaries)
         summaries = read_summaries(args.summaries)
-        text = markdown(ledger(summaries))
-        if args.pool:
-            text += POOLED_HEADING + pooled_markdown(pooled(summaries, plans))
+        table = ledger(summaries)
+        pooled_rows = pooled(summaries, plans) if args.pool else None
+        text = glance_markdown(table, pooled_rows) + markdown(table)
+        if pooled_rows is not None:
+            text += POOLED_HEADING + pooled_markdown(pooled_rows)
         if args.probe:
             text += PROBES_HEADING + probes_markdown(probe_rows(read_summaries(args.probe)))
         if args.publish:
