@@ -28,8 +28,9 @@
 #                    pass@256, each on its own seed's draws, tested seed by seed (needs runs/lab_confirm; 105 min on 2
 #                    cores when it ran); writes benchmarks/lab_confirm_passk256.json, docs/lab.md's "pass@256 of the
 #                    50-57 runs"; LAB_PASSK256_KEEP=--keep resumes a stopped one (keeps the models the JSON holds)
-#   make lab-verdicts the verdicts of every committed lab comparison side by side, one column per comparison, and on
-#                    how many disjoint seed sets each claim held or did not hold, then each paired claim tested once
+#   make lab-verdicts a line per claim (on how many disjoint seed sets it held or did not hold, what they say
+#                    together, its planned poolings' verdicts), then the verdicts of every committed lab comparison
+#                    side by side, one column per comparison, then each paired claim tested once
 #                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
 #                    names, then the claims of the entropy probes that LAB_PROBES names (reads their JSONs, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
@@ -45,7 +46,7 @@
 #                    negative-dominant control again on seeds 161-164"
 #   make lab-symmetry-passk256 GRPO's and the negative-dominant control's runs of seeds 117-120 and 161-164 scored
 #                    again to pass@256, each on its own seed's draws, tested seed by seed (needs the runs of make
-#                    lab-symmetry and lab-symmetry-neg; 24 models, ~63 min); writes
+#                    lab-symmetry and lab-symmetry-neg; 24 models, 75 min on 2 cores when it ran); writes
 #                    benchmarks/lab_symmetry_passk256.json and lab_symmetry_neg_passk256.json, docs/lab.md's "The
 #                    negative-dominant control at k = 256"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
@@ -272,12 +273,14 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_96_summary.json benchmarks/lab_group_size_99_summary.json \
 	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
 	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json \
-	benchmarks/lab_symmetry_neg_summary.json benchmarks/lab_confirm_passk256.json
+	benchmarks/lab_symmetry_neg_summary.json benchmarks/lab_confirm_passk256.json \
+	benchmarks/lab_symmetry_passk256.json benchmarks/lab_symmetry_neg_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \
 	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json \
-	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json
+	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json \
+	benchmarks/lab_symmetry_passk256.json,benchmarks/lab_symmetry_neg_passk256.json
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

@@ -153,11 +153,12 @@ def summarise(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[st
 def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, float]],
            pairs: list[dict[str, Any]], samples: int) -> list[dict[str, Any]]:
     """The claims these scores test, each run on its own seed's draws, in ``launch.compare``'s summary form
-    (``{"claim", "source", "verdict", "evidence", "values"}``, :func:`~rlvr_recipes.launch.compare.claims`), so that
-    ``launch.verdicts`` sets them beside the comparisons' verdicts: GRPO's pass@``samples`` at the end below the warm
-    start's at its seed (001 Sec. 4.2, Fig. 2: GRPO narrows the boundary), then each claim's pair that
-    :func:`summarise` tested (``pairs``), both seed by seed (:func:`~rlvr_recipes.launch.compare.diff_verdict`,
-    paired).
+    (``{"claim", "source", "verdict", "evidence", "values", "higher"}``, :func:`~rlvr_recipes.launch.compare.claims`),
+    so that ``launch.verdicts`` sets them beside the comparisons' verdicts and pools them (``higher``: whether the
+    claim is that the method's figure lies above the base's, which a claim that cannot be judged does not tell):
+    GRPO's pass@``samples`` at the end below the warm start's at its seed (001 Sec. 4.2, Fig. 2: GRPO narrows the
+    boundary), then each claim's pair that :func:`summarise` tested (``pairs``), both seed by seed
+    (:func:`~rlvr_recipes.launch.compare.diff_verdict`, paired).
 
     ``values`` holds each side's figure by seed (seeds as strings) and ``"difference by seed"``, the figures the
     verdict was taken on; a claim needs two seeds scored on both sides.
@@ -175,7 +176,7 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
         above = claimed_above[p["method"], p["baseline"], p["figure"]]
         tests.append((f"{p['method']} {wording[p['figure'], above]} {p['baseline']}", p["source"], p["method"],
                       by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], above))
-    return [paired_claim(claim, source, name, mine, base, theirs, higher)
+    return [{**paired_claim(claim, source, name, mine, base, theirs, higher), "higher": higher}
             for claim, source, name, mine, base, theirs, higher in tests if len(set(mine) & set(theirs)) >= 2]
 
 

@@ -233,6 +233,7 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
                                "first_seed": 1, "seed_list": [1, 2, 3], "steps": 50, "passk_samples": 256}
     boundary, versus = record["claims"]
     assert boundary["claim"] == "grpo's large-k pass@256 ends below the initial model's"
+    assert (boundary["higher"], versus["higher"]) == (False, True)  # the claimed side, which launch.verdicts pools on
     assert boundary["values"]["initial model"] == {"1": 0.90, "2": 0.95, "3": 0.90}
     assert boundary["verdict"] == "cannot be judged"  # t = 4 on df 2: p = 0.057
     assert f"p = {1 - 4 / math.sqrt(18):.3g}" in boundary["evidence"]
@@ -263,19 +264,26 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     assert start_accuracy(json.loads(out.read_text())) == 0.555 and start_accuracy(record) is None
 
 
-def test_committed_passk256_scores_give_the_tests_they_record():
-    """benchmarks/lab_confirm_passk256.json (docs/lab.md, "pass@256 of the 50-57 runs"): its changes and the claims'
-    pairs are what the script's tests give on the per-run figures it records, every run on its own seed's draws,
-    whole seeds of the four methods its command names."""
+#: the committed rescorings to pass@256 (benchmarks/lab_fresh_prompts.py --by-seed): file, the comparison folder whose
+#: runs they score, the make target that writes them, and how many claims they test
+PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk256", 4),
+                   ("lab_symmetry_passk256.json", "runs/lab_symmetry", "lab-symmetry-passk256", 3),
+                   ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3)]
+
+
+@pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
+def test_committed_passk256_scores_give_the_tests_they_record(name, out, target, n_claims):
+    """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs" and "The negative-dominant
+    control at k = 256"): their changes and the claims' pairs are what the script's tests give on the per-run figures
+    they record, every run on its own seed's draws, whole seeds of the methods their command names."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "benchmarks", "lab_confirm_passk256.json")) as f:
+    with open(os.path.join(ROOT, "benchmarks", name)) as f:
         record = json.load(f)
     args = build_parser().parse_args(shlex.split(record["command"])[2:])
-    assert args.by_seed and args.held_out and args.samples == 256 and args.out == "runs/lab_confirm"
+    assert args.by_seed and args.held_out and args.samples == 256 and args.out == out
     assert list(record["runs"]) == args.methods.split(",")
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
     assert all(s == seeds["grpo"] for s in seeds.values()) and sorted(record["warm_start"], key=int) == [
@@ -287,22 +295,27 @@ def test_committed_passk256_scores_give_the_tests_they_record():
     # its claims, which the verdicts table reads, are what the same figures give
     assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
     assert record["setup"]["seed_list"] == seeds["grpo"] and record["setup"]["methods"] == list(record["runs"])
-    assert _check_kept_figures("lab_confirm_passk256.json", record) == 4
+    assert _check_kept_figures(name, record) == n_claims
 
 
-def test_make_lab_passk256_is_the_command_of_its_committed_scores():
-    """`make lab-passk256` runs the command benchmarks/lab_confirm_passk256.json records, over the runs `make
-    lab-confirm` trains, and keeps no committed score unless asked (``LAB_PASSK256_KEEP=--keep``)."""
+@pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
+def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
+    """`make lab-passk256` and `make lab-symmetry-passk256` run the commands their committed scores record, over the
+    runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`), and keep no
+    committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
-    makefile, (recipe,) = _make_recipe("lab-passk256")
-    with open(os.path.join(ROOT, "benchmarks", "lab_confirm_passk256.json")) as f:
-        command = json.load(f)["command"]
+    makefile, recipes = _make_recipe(target)
+    scores = [(name, out) for name, out, t, _ in PASSK256_SCORES if t == target]
+    assert len(recipes) == len(scores)
+    for recipe, (name, out) in zip(recipes, scores):
+        with open(os.path.join(ROOT, "benchmarks", name)) as f:
+            assert shlex.split(recipe) == shlex.split(json.load(f)["command"])
+        trained = {"runs/lab_confirm": "lab-confirm", "runs/lab_symmetry": "lab-symmetry",
+                   "runs/lab_symmetry_neg": "lab-symmetry-neg"}[out]
+        assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
-    assert shlex.split(recipe) == shlex.split(command)
-    train, _ = _make_recipe("lab-confirm")[1]
-    assert train.endswith(" --out runs/lab_confirm")
 
 
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:

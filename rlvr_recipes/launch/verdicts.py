@@ -9,18 +9,18 @@ prints Markdown tables:
 
     python -m rlvr_recipes.launch.verdicts runs/lab/summary.json runs/lab_replication/summary.json
 
-The first table has a line per claim: on how many seed sets it held, did not hold and was tested, and what they say
-together (:func:`reading`: replicated, once, both ways or never decided). The second has a column per comparison. A
-cell gives the verdict and the p-value of the comparison's test (``held``, ``did not hold``, ``-`` for cannot be
-judged; empty when the comparison did not test the claim). The last column counts the seed sets: comparisons whose
-seeds overlap count as one (their runs share seeds, so they are not independent evidence), and so do comparisons on
-the same seeds. With ``--pool`` a second table tests each claim of two methods once on the seeds of all the
-comparisons that made it alike (same settings, same build of the task, paired by seed), taken together
-(:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the last of its comparisons ran, and
-the table marks its row planned and every other row not. ``--probe P.json`` adds a last table, the claims of a
-measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect on entropy, or the final
-models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish DOC`` the tables and the
-command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
+The first table has a line per claim: on how many seed sets it held, did not hold and was tested, what they say
+together (:func:`reading`: replicated, decided once, both ways or never decided) and, with ``--pool``, each planned
+pooling's verdict. The second has a column per comparison. A cell gives the verdict and the p-value of the
+comparison's test (``held``, ``did not hold``, ``-`` for cannot be judged; empty when the comparison did not test the
+claim). The last column counts the seed sets: comparisons whose seeds overlap count as one (their runs share seeds, so
+they are not independent evidence), and so do comparisons on the same seeds. With ``--pool`` a third table tests each
+claim of two methods once on the seeds of all the comparisons that made it alike (same settings, same build of the
+task, paired by seed), taken together (:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the
+last of its comparisons ran, and the table marks its row planned and every other row not. ``--probe P.json`` adds a
+last table, the claims of a measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect
+on entropy, or the final models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish
+DOC`` the tables and the command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
 """
 
 from __future__ import annotations
