@@ -49,6 +49,9 @@
 #                    lab-symmetry and lab-symmetry-neg; 24 models, 75 min on 2 cores when it ran); writes
 #                    benchmarks/lab_symmetry_passk256.json and lab_symmetry_neg_passk256.json, docs/lab.md's "The
 #                    negative-dominant control at k = 256"
+#   make lab-symmetry-121-passk256 GRPO's and the positive-dominant control's runs of seeds 121-124 scored again to
+#                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models); writes
+#                    benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The positive-dominant control at k = 256"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
@@ -91,8 +94,8 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 	--no-emit-package torch --no-header --quiet
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
-	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 lab-entropy-probe \
-	lab-entropy-probe-trained lab-final-entropy toy bench clean
+	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 \
+	lab-symmetry-121-passk256 lab-entropy-probe lab-entropy-probe-trained lab-final-entropy toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -253,6 +256,14 @@ lab-symmetry-passk256: $(STAMP)
 		--json benchmarks/lab_symmetry_passk256.json
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_symmetry_neg $(LAB_SYMMETRY_PASSK256_ARGS) \
 		--json benchmarks/lab_symmetry_neg_passk256.json
+
+# the runs behind docs/lab.md's "The positive-dominant control at k = 256 on seeds 121-124": 12 models (GRPO and the
+# control at seeds 121-124, the initial model at each seed; needs runs/lab_symmetry_121: make lab-symmetry-121)
+LAB_SYMMETRY_121_PASSK256_ARGS ?= --out runs/lab_symmetry_121 --held-out --samples 256 --by-seed \
+	--methods grpo,agrae_pos_dominant
+lab-symmetry-121-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_121_PASSK256_ARGS) \
+		--json benchmarks/lab_symmetry_121_passk256.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -176,7 +176,7 @@ def claims(results: dict[str, list[dict[str, Any]]], start: dict[int, dict[str, 
         above = claimed_above[p["method"], p["baseline"], p["figure"]]
         tests.append((f"{p['method']} {wording[p['figure'], above]} {p['baseline']}", p["source"], p["method"],
                       by[p["method"]][p["figure"]], p["baseline"], by[p["baseline"]][p["figure"]], above))
-    return [{**paired_claim(claim, source, name, mine, base, theirs, higher), "higher": higher}
+    return [paired_claim(claim, source, name, mine, base, theirs, higher)
             for claim, source, name, mine, base, theirs, higher in tests if len(set(mine) & set(theirs)) >= 2]
 
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec,
                                          _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
                                          _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
-                                         keep_training_record, main, paired_change, passk_change, passk_curve,
-                                         publish_report, run_in_lanes, run_specs, series, training_record, welch_test,
-                                         write_training_record)
+                                         keep_training_record, main, paired_change, paired_claim, passk_change,
+                                         passk_curve, publish_report, run_in_lanes, run_specs, series,
+                                         training_record, welch_test, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
 
@@ -121,6 +121,19 @@ def test_paired_verdict_by_hand_where_welch_cannot_judge():
     assert "2 seeds with shared draws" in diff_verdict([*a[:2], float("nan")], b, higher=True, paired=True)[1]
     with pytest.raises(ValueError, match="one value per seed"):
         diff_verdict(a, b[:2], higher=True, paired=True)
+
+
+def test_paired_claim_keeps_the_seeds_both_have_and_the_claimed_side():
+    # the same figures as above, keyed by seed, with a seed (9) on one side only: it drops out of the test, the
+    # differences are a minus b on seeds 1-3, and the claimed side is recorded whatever the verdict
+    mine, theirs = {"1": 0.50, "2": 0.60, "3": 0.70, "9": 0.1}, {"1": 0.48, "2": 0.579, "3": 0.681}
+    for higher, verdict in ((True, "held"), (False, "did not hold")):
+        out = paired_claim("a above b", "src", "a", mine, "b", theirs, higher)
+        assert (out["verdict"], out["higher"]) == (verdict, higher)
+        assert out["values"]["a"] == {"1": 0.50, "2": 0.60, "3": 0.70} and out["values"]["b"] == theirs
+        assert out["values"]["difference by seed"] == pytest.approx({"1": 0.020, "2": 0.021, "3": 0.019})
+    unclear = paired_claim("a above b", "src", "a", {"1": 0.5, "2": 0.1}, "b", {"1": 0.4, "2": 0.3}, False)
+    assert (unclear["verdict"], unclear["higher"]) == ("cannot be judged", False)
 
 
 def test_claims_pair_runs_by_seed_only_when_every_run_drew_keyed():

@@ -896,13 +896,14 @@ def paired_claim(claim: str, source: str, method: str, mine: dict[str, float], b
                  higher: bool) -> dict[str, Any]:
     """``claim``, that ``method``'s figure lies above ``base``'s (``higher``) or below it, tested seed by seed on the
     seeds both have (``mine`` and ``theirs``: each one's figure by seed, seeds as strings) by :func:`diff_verdict`'s
-    paired t-test: ``{"claim", "source", "verdict", "evidence", "values"}``, where ``values`` keeps each side's
-    figures on those seeds and their ``"difference by seed"``."""
+    paired t-test: ``{"claim", "source", "verdict", "evidence", "values", "higher"}``, where ``values`` keeps each
+    side's figures on those seeds and their ``"difference by seed"``, and ``higher`` the claimed side, which a claim
+    that cannot be judged does not tell and ``launch.verdicts`` pools on."""
     seeds = sorted(set(mine) & set(theirs), key=int)
     verdict, evidence = diff_verdict([mine[s] for s in seeds], [theirs[s] for s in seeds], higher, paired=True)
     return {"claim": claim, "source": source, "verdict": verdict, "evidence": evidence,
             "values": {method: {s: mine[s] for s in seeds}, base: {s: theirs[s] for s in seeds},
-                       "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}}
+                       "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}, "higher": higher}
 
 
 def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, Any]]:
