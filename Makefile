@@ -50,7 +50,8 @@
 #                    benchmarks/lab_symmetry_passk256.json and lab_symmetry_neg_passk256.json, docs/lab.md's "The
 #                    negative-dominant control at k = 256"
 #   make lab-symmetry-121-passk256 GRPO's and the positive-dominant control's runs of seeds 121-124 scored again to
-#                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models); writes
+#                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models, 28 min on 2 cores
+#                    when it ran); writes
 #                    benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The positive-dominant control at k = 256"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
@@ -285,7 +286,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_group_size_105_summary.json benchmarks/lab_exploration_summary.json \
 	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json \
 	benchmarks/lab_symmetry_neg_summary.json benchmarks/lab_confirm_passk256.json \
-	benchmarks/lab_symmetry_passk256.json benchmarks/lab_symmetry_neg_passk256.json
+	benchmarks/lab_symmetry_passk256.json benchmarks/lab_symmetry_neg_passk256.json \
+	benchmarks/lab_symmetry_121_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \

@@ -268,7 +268,8 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
 #: runs they score, the make target that writes them, and how many claims they test
 PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk256", 4),
                    ("lab_symmetry_passk256.json", "runs/lab_symmetry", "lab-symmetry-passk256", 3),
-                   ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3)]
+                   ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3),
+                   ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
@@ -300,9 +301,9 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
-    """`make lab-passk256` and `make lab-symmetry-passk256` run the commands their committed scores record, over the
-    runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`), and keep no
-    committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
+    """`make lab-passk256`, `lab-symmetry-passk256` and `lab-symmetry-121-passk256` run the commands their committed
+    scores record, over the runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`,
+    `lab-symmetry-121`), and keep no committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
@@ -313,7 +314,7 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
         with open(os.path.join(ROOT, "benchmarks", name)) as f:
             assert shlex.split(recipe) == shlex.split(json.load(f)["command"])
         trained = {"runs/lab_confirm": "lab-confirm", "runs/lab_symmetry": "lab-symmetry",
-                   "runs/lab_symmetry_neg": "lab-symmetry-neg"}[out]
+                   "runs/lab_symmetry_neg": "lab-symmetry-neg", "runs/lab_symmetry_121": "lab-symmetry-121"}[out]
         assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
 
