@@ -51,8 +51,8 @@
 #                    negative-dominant control at k = 256"
 #   make lab-symmetry-121-passk256 GRPO's and the positive-dominant control's runs of seeds 121-124 scored again to
 #                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models, 28 min on 2 cores
-#                    when it ran); writes
-#                    benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The positive-dominant control at k = 256"
+#                    when it ran); writes benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The
+#                    positive-dominant control at k = 256"
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"

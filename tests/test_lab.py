@@ -274,9 +274,10 @@ PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk2
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
 def test_committed_passk256_scores_give_the_tests_they_record(name, out, target, n_claims):
-    """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs" and "The negative-dominant
-    control at k = 256"): their changes and the claims' pairs are what the script's tests give on the per-run figures
-    they record, every run on its own seed's draws, whole seeds of the methods their command names."""
+    """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs", "The negative-dominant
+    control at k = 256" and "The positive-dominant control at k = 256"): their changes and the claims' pairs are what
+    the script's tests give on the per-run figures they record, every run on its own seed's draws, whole seeds of the
+    methods their command names."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
