@@ -249,9 +249,13 @@ LAB_FINAL_ENTROPY_ARGS ?= --final \
 lab-final-entropy: $(STAMP)
 	$(PY) benchmarks/lab_entropy_probe.py $(LAB_FINAL_ENTROPY_ARGS) --json benchmarks/lab_final_entropy.json
 
+# a rescoring to pass@256 of a comparison's runs: the build's held-out prompts, 256 samples each, every run on its own
+# seed's draws and the initial model on every seed's, tested seed by seed (benchmarks/lab_fresh_prompts.py)
+PASSK256_BY_SEED = --held-out --samples 256 --by-seed
+
 # the runs behind docs/lab.md's "The negative-dominant control at k = 256": 24 models (GRPO and the control at
 # seeds 117-120 and 161-164, the initial model at each seed); not --keep, as lab-passk256
-LAB_SYMMETRY_PASSK256_ARGS ?= --held-out --samples 256 --by-seed --methods grpo,agrae_neg_dominant
+LAB_SYMMETRY_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods grpo,agrae_neg_dominant
 lab-symmetry-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_symmetry $(LAB_SYMMETRY_PASSK256_ARGS) \
 		--json benchmarks/lab_symmetry_passk256.json
@@ -260,8 +264,7 @@ lab-symmetry-passk256: $(STAMP)
 
 # the runs behind docs/lab.md's "The positive-dominant control at k = 256 on seeds 121-124": 12 models (GRPO and the
 # control at seeds 121-124, the initial model at each seed; needs runs/lab_symmetry_121: make lab-symmetry-121)
-LAB_SYMMETRY_121_PASSK256_ARGS ?= --out runs/lab_symmetry_121 --held-out --samples 256 --by-seed \
-	--methods grpo,agrae_pos_dominant
+LAB_SYMMETRY_121_PASSK256_ARGS ?= --out runs/lab_symmetry_121 $(PASSK256_BY_SEED) --methods grpo,agrae_pos_dominant
 lab-symmetry-121-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_121_PASSK256_ARGS) \
 		--json benchmarks/lab_symmetry_121_passk256.json
@@ -269,7 +272,7 @@ lab-symmetry-121-passk256: $(STAMP)
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
 # committed runs, not of runs trained again here
-LAB_PASSK256_ARGS ?= --out runs/lab_confirm --held-out --samples 256 --by-seed --methods grpo,grpo_n,agrae,cw_grpo
+LAB_PASSK256_ARGS ?= --out runs/lab_confirm $(PASSK256_BY_SEED) --methods grpo,grpo_n,agrae,cw_grpo
 LAB_PASSK256_KEEP ?=
 lab-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_PASSK256_ARGS) --json benchmarks/lab_confirm_passk256.json \
