@@ -52,7 +52,9 @@
 #   make lab-symmetry-121-passk256 GRPO's and the positive-dominant control's runs of seeds 121-124 scored again to
 #                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models, 28 min on 2 cores
 #                    when it ran); writes benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The
-#                    positive-dominant control at k = 256"
+#                    positive-dominant control at k = 256"; make lab-symmetry-pos-passk256 the same for seeds 117-120
+#                    (needs GRPO's and the control's runs of make lab-symmetry); writes
+#                    benchmarks/lab_symmetry_pos_passk256.json
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
 #                    benchmarks/lab_entropy_probe.json, docs/lab.md's "One update's effect on entropy"
@@ -96,7 +98,8 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
 	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 \
-	lab-symmetry-121-passk256 lab-entropy-probe lab-entropy-probe-trained lab-final-entropy toy bench clean
+	lab-symmetry-121-passk256 lab-symmetry-pos-passk256 \
+	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -268,6 +271,14 @@ LAB_SYMMETRY_121_PASSK256_ARGS ?= --out runs/lab_symmetry_121 $(PASSK256_BY_SEED
 lab-symmetry-121-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_121_PASSK256_ARGS) \
 		--json benchmarks/lab_symmetry_121_passk256.json
+
+# the runs behind docs/lab.md's "The positive-dominant control at k = 256 on seeds 117-120": 12 models (GRPO and the
+# control at seeds 117-120, the initial model at each seed; needs runs/lab_symmetry: make lab-symmetry, or only these
+# two methods' runs: make lab-symmetry LAB_SYMMETRY_METHODS=grpo,agrae_pos_dominant)
+LAB_SYMMETRY_POS_PASSK256_ARGS ?= --out runs/lab_symmetry $(PASSK256_BY_SEED) --methods grpo,agrae_pos_dominant
+lab-symmetry-pos-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_POS_PASSK256_ARGS) \
+		--json benchmarks/lab_symmetry_pos_passk256.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
