@@ -269,7 +269,8 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
 PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk256", 4),
                    ("lab_symmetry_passk256.json", "runs/lab_symmetry", "lab-symmetry-passk256", 3),
                    ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3),
-                   ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2)]
+                   ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2),
+                   ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
@@ -302,9 +303,10 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
-    """`make lab-passk256`, `lab-symmetry-passk256` and `lab-symmetry-121-passk256` run the commands their committed
-    scores record, over the runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`,
-    `lab-symmetry-121`), and keep no committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
+    """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256` and `lab-symmetry-pos-passk256` run
+    the commands their committed scores record, over the runs of the comparisons they name (`make lab-confirm`,
+    `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`), and keep no committed score (`lab-passk256` only if asked:
+    ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
