@@ -304,12 +304,12 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_symmetry_121_passk256.json benchmarks/lab_symmetry_pos_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
-# control at k = 256 on 117-120 name its rescoring with 121-124's)
+# control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD')
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \
 	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json \
 	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json \
 	benchmarks/lab_symmetry_passk256.json,benchmarks/lab_symmetry_neg_passk256.json \
-	benchmarks/lab_symmetry_pos_passk256.json,benchmarks/lab_symmetry_121_passk256.json
+	benchmarks/lab_symmetry_pos_passk256.json,benchmarks/lab_symmetry_121_passk256.json:agrae_pos_dominant
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

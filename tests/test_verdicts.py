@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr_recipes.launch.verdicts import (GLANCE_NOTE, POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START,
-                                          START_KEY, cell, claimed_higher, count_seed_sets, glance_markdown, ledger,
-                                          main, markdown, p_value, planned_poolings, pooled, pooled_markdown,
-                                          probe_rows, probes_markdown, publish, reading, seed_label, seed_set,
-                                          start_accuracy)
+                                          START_KEY, PlannedPooling, cell, claimed_higher, count_seed_sets,
+                                          glance_markdown, ledger, main, markdown, p_value, planned_poolings, pooled,
+                                          pooled_markdown, probe_rows, probes_markdown, publish, reading, seed_label,
+                                          seed_set, start_accuracy)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -244,7 +244,8 @@ def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():
     b = _paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True)
     c = _paired(10, [0.4, 0.9], [0.2, 0.7])
     summaries = [("runs/c.json", c), ("benchmarks/a.json", a), ("benchmarks/b.json", b)]
-    rows = pooled(summaries, [["a.json", "b.json"]])  # named by file name, whichever folder
+    plan = [PlannedPooling(("a.json", "b.json"))]  # named by file name, whichever folder; every claim
+    rows = pooled(summaries, plan)
     assert [(sorted(r["seeds"]), r["planned"], r["verdict"]) for r in rows] == [
         ([0, 1, 5, 6], True, "held"), ([0, 1, 5, 6, 10, 11], False, "held")]
     assert "p = 0.0163" in rows[0]["evidence"]
@@ -257,18 +258,46 @@ def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():
     assert lines[3].startswith(f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6,10-11 | 3 | no | held (p 0.000573) |")
     # a planned pooling that is all the alike comparisons is one row, planned, and so is one that the others add no
     # seed to (a replay of seeds 0-1 is taken from the first)
-    assert [r["planned"] for r in pooled(summaries[1:], [["a.json", "b.json"]])] == [True]
+    assert [r["planned"] for r in pooled(summaries[1:], plan)] == [True]
     replay = _paired(0, [0.0, 0.0], [0.9, 0.9])
-    assert [r["planned"] for r in pooled([*summaries[1:], ("r.json", replay)], [["a.json", "b.json"]])] == [True]
+    assert [r["planned"] for r in pooled([*summaries[1:], ("r.json", replay)], plan)] == [True]
     # a planned pooling of which only one comparison made the claim alike adds no row
     other = _paired(20, [0.1, 0.2], [0.0, 0.0], overrides=("a=2",))
-    assert [r["planned"] for r in pooled([*summaries, ("o.json", other)], [["a.json", "o.json"]])] == [False]
+    assert [r["planned"] for r in pooled([*summaries, ("o.json", other)], [PlannedPooling(("a.json", "o.json"))])] == [
+        False]
     with pytest.raises(ValueError, match="x.json is not among the summaries given"):
         planned_poolings(["a.json,x.json"], ["benchmarks/a.json", "benchmarks/b.json"])
     with pytest.raises(ValueError, match="names two summaries or more"):
         planned_poolings(["a.json,benchmarks/a.json"], ["benchmarks/a.json"])
-    assert planned_poolings(["benchmarks/a.json,b.json"], ["benchmarks/a.json", "b.json"]) == [
-        ["benchmarks/a.json", "b.json"]]
+    with pytest.raises(ValueError, match="name the method after ':'"):
+        planned_poolings(["a.json,b.json:"], ["a.json", "b.json"])
+    assert planned_poolings(["benchmarks/a.json,b.json", "a.json,b.json:grpo_n"], ["benchmarks/a.json", "b.json"]) == [
+        PlannedPooling(("benchmarks/a.json", "b.json"), None), PlannedPooling(("a.json", "b.json"), "grpo_n")]
+
+
+def test_planned_pooling_of_one_method_leaves_the_other_claims_of_its_summaries_unplanned():
+    """a and b each make two claims: grpo_n against grpo (ENTROPY) and grpo against the initial model. The plan
+    names grpo_n: its row is planned, as in test_planned_pooling_keeps_its_row_beside_the_pooling_of_all (p 0.0163);
+    the other claim's pooling of the same two comparisons is a row too, not planned (differences +0.1, +0.3 and +0.2,
+    +0.2 again: p 0.0163)."""
+    def two_claims(first_seed, mine, theirs):
+        summary = _paired(first_seed, mine, theirs, verdict="held", higher=True)
+        other = json.loads(json.dumps(summary["claims"][0]))
+        other["claim"] = "grpo ends above the initial model"
+        other["values"] = {("grpo" if k == "grpo_n" else "initial model" if k == "grpo" else k): v
+                           for k, v in other["values"].items()}
+        summary["claims"].append(other)
+        return summary
+
+    summaries = [("a.json", two_claims(0, [0.6, 0.8], [0.5, 0.5])), ("b.json", two_claims(5, [0.7, 0.4], [0.5, 0.2]))]
+    rows = pooled(summaries, [PlannedPooling(("a.json", "b.json"), "grpo_n")])
+    assert [(r["claim"], sorted(r["seeds"]), r["planned"]) for r in rows] == [
+        (ENTROPY, [0, 1, 5, 6], True), ("grpo ends above the initial model", [0, 1, 5, 6], False)]
+    assert all("p = 0.0163" in r["evidence"] for r in rows)
+    assert [r["planned"] for r in pooled(summaries, [PlannedPooling(("a.json", "b.json"), "grpo")])] == [False, True]
+    assert [r["planned"] for r in pooled(summaries, [PlannedPooling(("a.json", "b.json"))])] == [True, True]
+    with pytest.raises(ValueError, match="a.json,b.json:gspo_n: no paired claim of these summaries is gspo_n's"):
+        pooled(summaries, [PlannedPooling(("a.json", "b.json"), "gspo_n")])
 
 
 def test_pool_on_the_command_line(tmp_path, capsys):
@@ -292,6 +321,10 @@ def test_pool_on_the_command_line(tmp_path, capsys):
     assert "give --pool with it" in capsys.readouterr().err
     assert main([*paths, "--pool", "--planned", "a.json,z.json"]) == 2
     assert "z.json is not among the summaries given" in capsys.readouterr().err
+    assert main([*paths, "--pool", "--planned", "a.json,b.json:grpo_n"]) == 0
+    assert "| 0-1,5-6 | 2 | yes | held (p 0.0163) |" in capsys.readouterr().out
+    assert main([*paths, "--pool", "--planned", "a.json,b.json:gspo_n"]) == 2
+    assert "no paired claim of these summaries is gspo_n's" in capsys.readouterr().err
 
 
 def _probe(units, verdict="held", evidence="+0.001 (paired t-test by seed, df 2, p = 0.0021, 3 seeds)"):

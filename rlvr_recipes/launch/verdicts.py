@@ -17,7 +17,8 @@ claim). The last column counts the seed sets: comparisons whose seeds overlap co
 they are not independent evidence), and so do comparisons on the same seeds. With ``--pool`` a third table tests each
 claim of two methods once on the seeds of all the comparisons that made it alike (same settings, same build of the
 task, paired by seed), taken together (:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the
-last of its comparisons ran, and the table marks its row planned and every other row not. ``--probe P.json`` adds a
+last of its comparisons ran, and the table marks its rows planned and every other row not (``A.json,B.json:METHOD``:
+only the claims of METHOD against its base were planned, :class:`PlannedPooling`). ``--probe P.json`` adds a
 last table, the claims of a measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect
 on entropy, or the final models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish
 DOC`` the tables and the command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
@@ -31,7 +32,7 @@ import os
 import re
 import shlex
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 #: the ledger's place in a document (``--publish``)
 PUBLISH_START = "<!-- verdicts: start (written by launch.verdicts --publish; edits inside are lost) -->"
@@ -218,6 +219,15 @@ def claimed_higher(claims: Sequence[dict[str, Any]]) -> Optional[bool]:
     return None
 
 
+class PlannedPooling(NamedTuple):
+    """A pooling named before the last of its comparisons ran (``--planned A.json,B.json[:METHOD]``): the summaries
+    taken together, by name, and the method whose claims the plan was about (the first method of a claim: ``agrae``
+    in "agrae keeps entropy above grpo"), or None where it was about every claim they make alike."""
+
+    names: tuple[str, ...]
+    method: Optional[str] = None
+
+
 def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods: list[str], higher: bool,
                 planned: bool) -> Optional[dict[str, Any]]:
     """One claim tested on the seeds of the ``made`` comparisons taken together (a seed they share is taken once,
@@ -241,7 +251,7 @@ def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods:
 
 
 def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
-           planned: Sequence[Sequence[str]] = ()) -> list[dict[str, Any]]:
+           planned: Sequence[PlannedPooling] = ()) -> list[dict[str, Any]]:
     """Each claim of two methods tested once on the seeds of every comparison that made it alike, taken together,
     and once on each planned pooling of some of them.
 
@@ -251,17 +261,21 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
     ``compare.diff_verdict`` paired (a t-test on n - 1 df of the per-seed differences). Claims made alike by only one
     comparison are left out.
 
-    ``planned`` names the poolings that were planned before the last of their comparisons ran (``--planned``: each a
-    list of summary names, matched by file name). A pooling taken after the runs, or one that adds seeds to a planned
-    one after it came out, is not a test at the 5 % level; the rows say which is which. A claim's comparisons that
-    form a planned pooling (two or more of them) get its row, planned; all its alike comparisons get a row too,
-    unplanned, unless they add no seed to a planned one.
+    ``planned`` names the poolings that were planned before the last of their comparisons ran (``--planned``:
+    :class:`PlannedPooling`, summaries matched by file name). A pooling taken after the runs, or one that adds seeds
+    to a planned one after it came out, is not a test at the 5 % level; the rows say which is which. A claim's
+    comparisons that form a planned pooling (two or more of them) get its row, planned, where the plan names no method
+    or the claim's method; all its alike comparisons get a row too, unplanned, unless they add no seed to a planned
+    one.
 
     Returns one row per claim, experiment and pooling, in the order claims are first met, planned rows first:
     ``{"claim", "source", "seeds", "comparisons", "planned", "verdict", "evidence"}``, ``seeds`` the frozenset taken,
     ``comparisons`` the names they came from.
+
+    Raises:
+        ValueError: a plan names a method that is the method of no paired claim its summaries make, naming both.
     """
-    plans = [frozenset(_base(n) for n in plan) for plan in planned]
+    plans = [(frozenset(_base(n) for n in plan.names), plan.method) for plan in planned]
     groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
     for name, summary in sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0])):
         setup = summary["setup"]
@@ -278,7 +292,8 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
             continue
         made = [(n, c) for n, c in made if [k for k in c["values"] if k != DIFFERENCE][:2] == methods]
         everyone = frozenset(_base(n) for n, _ in made)
-        pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan in plans) if len(plan) >= 2]
+        pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan, method in plans
+                                                        if method in (None, methods[0])) if len(plan) >= 2]
         pools.append((everyone, False))
         taken = set()  # the seeds of the rows made: a pooling of all that adds no seed to a planned one is that one
         for pool, is_planned in pools:
@@ -286,7 +301,21 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
             if row is not None and row["seeds"] not in taken:
                 rows.append(row)
                 taken.add(row["seeds"])
+    for names, method in plans:
+        if method is not None and not any(_base(name) in names and _claim_method(claim) == method
+                                          for name, summary in summaries for claim in summary["claims"]):
+            raise ValueError(f"--planned {','.join(sorted(names))}:{method}: no paired claim of these summaries is "
+                             f"{method}'s")
     return rows
+
+
+def _claim_method(claim: dict[str, Any]) -> Optional[str]:
+    """The method a paired claim is about (the first of its values' methods), or None for a claim not paired by
+    seed."""
+    values = claim.get("values") or {}
+    if not isinstance(values.get(DIFFERENCE), dict):
+        return None
+    return next((k for k in values if k != DIFFERENCE), None)
 
 
 def _base(name: str) -> str:
@@ -358,23 +387,26 @@ def probes_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[list[str]]:
-    """``--planned`` values (comma-separated summary names) as lists of names.
+def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[PlannedPooling]:
+    """``--planned`` values (comma-separated summary names, then optionally ``:METHOD``) as :class:`PlannedPooling`.
 
     Raises:
-        ValueError: a pooling of fewer than two summaries, or one naming a summary the command was not given, naming
-            it.
+        ValueError: a pooling of fewer than two summaries, one naming a summary the command was not given, or one
+            whose ``:`` has no method after it, naming it.
     """
     given = {_base(n) for n in names}
     plans = []
     for spec in specs:
-        plan = [p for p in spec.split(",") if p]
+        files, colon, method = spec.partition(":")
+        if colon and not method:
+            raise ValueError(f"--planned {spec!r}: name the method after ':', or leave ':' out for every claim")
+        plan = [p for p in files.split(",") if p]
         if len(set(map(_base, plan))) < 2:
             raise ValueError(f"--planned {spec!r}: a pooling names two summaries or more, comma-separated")
         missing = [p for p in plan if _base(p) not in given]
         if missing:
             raise ValueError(f"--planned {spec!r}: {', '.join(missing)} is not among the summaries given")
-        plans.append(plan)
+        plans.append(PlannedPooling(tuple(plan), method or None))
     return plans
 
 
@@ -410,9 +442,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
     parser.add_argument("--pool", action="store_true",
                         help="also test each paired claim once on the seeds of all the comparisons that made it alike")
-    parser.add_argument("--planned", metavar="A.json,B.json", action="append", default=[],
+    parser.add_argument("--planned", metavar="A.json,B.json[:METHOD]", action="append", default=[],
                         help="with --pool: these summaries' comparisons were planned to be taken together before the "
-                             "last of them ran (repeat for each such pooling); their pooled rows are marked planned")
+                             "last of them ran, for METHOD's claims only where given (repeat for each such pooling); "
+                             "their pooled rows are marked planned")
     parser.add_argument("--probe", metavar="P.json", action="append", default=[],
                         help="a measurement that trains no run (benchmarks/lab_entropy_probe.py's JSON): its claims "
                              "in a last table (repeat for each)")
