@@ -53,7 +53,7 @@
 #                    pass@256 the same way (needs the runs of make lab-symmetry-121; 12 models, 28 min on 2 cores
 #                    when it ran); writes benchmarks/lab_symmetry_121_passk256.json, docs/lab.md's "The
 #                    positive-dominant control at k = 256"; make lab-symmetry-pos-passk256 the same for seeds 117-120
-#                    (needs GRPO's and the control's runs of make lab-symmetry); writes
+#                    (needs GRPO's and the control's runs of make lab-symmetry; 32 min when it ran); writes
 #                    benchmarks/lab_symmetry_pos_passk256.json
 #   make lab-entropy-probe each method's first optimizer step from the countdown warm start, on 32 batches (seeds
 #                    125-156), and its effect on the held-out entropy (trains no run; minutes); writes
@@ -176,10 +176,11 @@ lab: $(STAMP)
 	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
 
 # one lab comparison on the countdown task in $(LAB_JOBS) lanes: $(1) its methods and arguments, $(2) its folder under
-# runs/; its summary is then copied over benchmarks/$(3)_summary.json (over $(2)'s name when $(3) is not given)
+# runs/; its summary is then compared run by run with benchmarks/$(3)_summary.json ($(2)'s name when $(3) is not
+# given) and copied over it, unless it is of another experiment (other methods, seeds or settings: an override)
 define lab_comparison
 $(PY) -m rlvr_recipes.launch.compare --task countdown $(1) --jobs $(LAB_JOBS) --out runs/$(2)
-cp runs/$(2)/summary.json benchmarks/$(or $(3),$(2))_summary.json
+$(PY) -m rlvr_recipes.launch.replay --publish benchmarks/$(or $(3),$(2))_summary.json runs/$(2)/summary.json
 endef
 
 # the runs behind docs/lab.md's "All nine claims on seeds 50-57": 48 runs of 50 steps; a run trained in 324-632 s in
@@ -274,7 +275,8 @@ lab-symmetry-121-passk256: $(STAMP)
 
 # the runs behind docs/lab.md's "The positive-dominant control at k = 256 on seeds 117-120": 12 models (GRPO and the
 # control at seeds 117-120, the initial model at each seed; needs runs/lab_symmetry: make lab-symmetry, or only these
-# two methods' runs: make lab-symmetry LAB_SYMMETRY_METHODS=grpo,agrae_pos_dominant)
+# two methods' runs: make lab-symmetry LAB_SYMMETRY_METHODS=grpo,agrae_pos_dominant, which leaves the committed
+# summary of three methods as it is)
 LAB_SYMMETRY_POS_PASSK256_ARGS ?= --out runs/lab_symmetry $(PASSK256_BY_SEED) --methods grpo,agrae_pos_dominant
 lab-symmetry-pos-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_POS_PASSK256_ARGS) \

@@ -169,6 +169,48 @@ def test_main_exit_codes_and_table(tmp_path, capsys):
         main([paths["a"]])  # neither a new summary nor --train
 
 
+def test_publish_copies_runs_of_the_same_experiment_and_keeps_the_committed_summary_of_another(tmp_path, capsys):
+    """--publish (a lab target's last step): a replay with other figures is compared, then written in the committed
+    summary's place byte for byte; one with a method left out, or other seeds, or other settings, leaves the committed
+    summary as it is and says why; a missing committed summary is written; exit 0 each time."""
+    def write(name, summary):
+        path = tmp_path / name
+        path.write_text(json.dumps(summary, indent=1))
+        return str(path)
+
+    committed = write("committed.json", _summary())
+    replayed = write("replayed.json", _summary(acc=(0.645, 0.66, 0.675, 0.665)))
+    assert main(["--publish", committed, replayed]) == 0
+    out = capsys.readouterr().out
+    assert "NOT reproduced: 1 of 24 figures differ" in out and f"[replay] {replayed} written to {committed}" in out
+    assert open(committed).read() == open(replayed).read()
+
+    one_method = _summary()
+    one_method["setup"]["methods"] = ["grpo"]
+    other_seeds = _summary()
+    other_seeds["setup"]["first_seed"] = 90
+    other_steps = _summary()
+    other_steps["setup"]["steps"] = 40
+    for name, summary, why in (("one.json", one_method, "methods: ['grpo', 'cw_grpo'] -> ['grpo']"),
+                               ("seeds.json", other_seeds, "seeds: 80-81 -> 90-91"),
+                               ("steps.json", other_steps, "steps: 50 -> 40")):
+        before = open(committed).read()
+        assert main(["--publish", committed, write(name, summary)]) == 0
+        out = capsys.readouterr().out
+        assert f"is not of the experiment of {committed} ({why}): {committed} left as it is" in out, name
+        assert open(committed).read() == before, name
+
+    fresh = str(tmp_path / "new_target.json")
+    assert main(["--publish", fresh, replayed]) == 0
+    assert open(fresh).read() == open(replayed).read()
+    unreadable = write("broken.json", {})
+    (tmp_path / "broken.json").write_text("{")
+    assert main(["--publish", committed, unreadable]) == 2
+    assert "broken.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--publish", committed, "--train", "80"])
+
+
 def test_committed_comparisons_of_the_same_seeds_replay_each_other():
     """The lanes measurements (docs/lab.md, "Lanes") trained GRPO and CW-GRPO at seeds 10-11 again, in two lanes,
     after the 4-seed paired comparison had trained them in one: their pass@k changes are the same runs'."""

@@ -21,6 +21,11 @@ the start. A run is compared where both summaries hold it; the settings that cha
 pass@k samples, overrides) must agree, and both comparisons must have drawn keyed (``paired_by_seed``), since runs
 drawn before that were not replays. Exit code 0: every figure within ``--tolerance``; 1: some differ (the table names
 the largest difference of each figure and its run); 2: the summaries cannot be compared.
+
+``--publish`` is how a lab target of the Makefile puts the summary of runs trained again in the committed one's place
+(:func:`publish_summary`): it prints the comparison where there is one and copies the new summary over the committed
+one where both are runs of one experiment (the same settings, methods and seeds), whatever the figures; a summary of
+another experiment (a methods or arguments override) leaves the committed one as it is, saying why, and exits 0.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import sys
 from typing import Any, Optional, Sequence
 
@@ -88,6 +94,44 @@ def setting_differences(committed: dict[str, Any], new: dict[str, Any]) -> list[
     ``"key: committed -> new"``: two summaries that differ in one are not replays of each other."""
     a, b = committed.get("setup", {}), new.get("setup", {})
     return [f"{key}: {a.get(key)!r} -> {b.get(key)!r}" for key in SETTINGS if a.get(key) != b.get(key)]
+
+
+def experiment_differences(committed: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What makes two summaries runs of two experiments, each as ``"key: committed -> new"``: the settings
+    (:func:`setting_differences`), the methods (in order) and the seeds. Empty where the new summary may stand in the
+    committed one's place."""
+    out = setting_differences(committed, new)
+    methods = [summary.get("setup", {}).get("methods") for summary in (committed, new)]
+    if methods[0] != methods[1]:
+        out.append(f"methods: {methods[0]!r} -> {methods[1]!r}")
+    seeds = [seed_set(summary) for summary in (committed, new)]
+    if seeds[0] != seeds[1]:
+        out.append(f"seeds: {seed_label(seeds[0])} -> {seed_label(seeds[1])}")
+    return out
+
+
+def publish_summary(committed_path: str, new_path: str, tolerance: float = TOLERANCE) -> list[str]:
+    """Put the summary at ``new_path`` in the place of the committed one (a byte copy), where that is missing or the
+    two are runs of one experiment (:func:`experiment_differences`), printing their comparison (:func:`compare_runs`)
+    where they can be compared; else leave the committed one as it is.
+
+    Returns the differences that kept the committed summary (empty when it was written).
+
+    Raises:
+        ValueError: a summary that cannot be read, naming it.
+    """
+    [(_, new)] = read_summaries([new_path])
+    if os.path.exists(committed_path):
+        [(_, committed)] = read_summaries([committed_path])
+        differences = experiment_differences(committed, new)
+        if differences:
+            return differences
+        try:
+            print(markdown(compare_runs(committed, new, tolerance)), end="")
+        except ValueError as exc:
+            print(f"[replay] {new_path} and {committed_path} are not compared run by run: {exc}")
+    shutil.copyfile(new_path, committed_path)
+    return []
 
 
 def compare_runs(committed: dict[str, Any], new: dict[str, Any], tolerance: float = TOLERANCE) -> dict[str, Any]:
@@ -239,9 +283,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--tolerance", type=float, default=TOLERANCE,
                         help=f"largest absolute difference a figure may show (default {TOLERANCE:g})")
     parser.add_argument("--json", metavar="OUT", default=None, help="also write the comparison to OUT")
+    parser.add_argument("--publish", action="store_true",
+                        help="copy the new summary over the committed one (or write it where there is none) when "
+                             "both are runs of one experiment, whatever the figures; another experiment's summary "
+                             "leaves the committed one as it is (exit 0 either way)")
     args = parser.parse_args(argv)
     if (args.train is None) == (args.new is None):
         parser.error("give either the new summary or --train SEED")
+    if args.publish and (args.train is not None or args.json):
+        parser.error("--publish takes the new summary, without --train or --json")
+    if args.publish:
+        try:
+            kept = publish_summary(args.committed, args.new, args.tolerance)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if kept:
+            print(f"[replay] {args.new} is not of the experiment of {args.committed} ({'; '.join(kept)}): "
+                  f"{args.committed} left as it is (cp {args.new} {args.committed} puts it there)")
+        else:
+            print(f"[replay] {args.new} written to {args.committed}")
+        return 0
     try:
         [(_, committed)] = read_summaries([args.committed])
         new = args.new
