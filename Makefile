@@ -43,7 +43,8 @@
 #                    down"; make lab-symmetry-121 GRPO and the positive-dominant control x 4 seeds from 121
 #   make lab-symmetry-neg GRPO and the negative-dominant control x 4 seeds (161-164), two lanes
 #                    (runs/lab_symmetry_neg); writes benchmarks/lab_symmetry_neg_summary.json, docs/lab.md's "The
-#                    negative-dominant control again on seeds 161-164"
+#                    negative-dominant control again on seeds 161-164"; make lab-symmetry-neg-165 the same x 8 seeds
+#                    from 165 (docs/lab.md's "The negative-dominant control on eight more seeds")
 #   make lab-symmetry-passk256 GRPO's and the negative-dominant control's runs of seeds 117-120 and 161-164 scored
 #                    again to pass@256, each on its own seed's draws, tested seed by seed (needs the runs of make
 #                    lab-symmetry and lab-symmetry-neg; 24 models, 75 min on 2 cores when it ran); writes
@@ -232,6 +233,13 @@ LAB_SYMMETRY_NEG_METHODS ?= grpo,agrae_neg_dominant
 LAB_SYMMETRY_NEG_ARGS ?= --seeds 4 --first-seed 161 --steps 50 --passk-samples 64
 lab-symmetry-neg: $(STAMP)
 	$(call lab_comparison,--methods $(LAB_SYMMETRY_NEG_METHODS) $(LAB_SYMMETRY_NEG_ARGS),lab_symmetry_neg)
+
+# GRPO and its negative-dominant control on 8 more seeds: make lab-symmetry-neg-165 (seeds 165-172), planned to be
+# pooled with 161-164 for the pass@1 claim and with 117-120 too for entropy and pass@64 (docs/lab.md, "The
+# negative-dominant control on eight more seeds")
+LAB_SYMMETRY_NEG_MORE_ARGS ?= --methods grpo,agrae_neg_dominant --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-symmetry-neg-%: $(STAMP)
+	$(call lab_comparison,$(LAB_SYMMETRY_NEG_MORE_ARGS),lab_symmetry_neg_$*)
 
 # the probe behind docs/lab.md's "One update's effect on entropy": from the warm start, each method's first optimizer
 # step on one batch of a seed and its effect on the held-out entropy, 32 batches (seeds 125-156); trains no run
