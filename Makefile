@@ -44,7 +44,7 @@
 #   make lab-symmetry-neg GRPO and the negative-dominant control x 4 seeds (161-164), two lanes
 #                    (runs/lab_symmetry_neg); writes benchmarks/lab_symmetry_neg_summary.json, docs/lab.md's "The
 #                    negative-dominant control again on seeds 161-164"; make lab-symmetry-neg-165 the same x 8 seeds
-#                    from 165 (docs/lab.md's "The negative-dominant control on eight more seeds")
+#                    from 165, 66 min when it ran (docs/lab.md's "The negative-dominant control on eight more seeds")
 #   make lab-symmetry-passk256 GRPO's and the negative-dominant control's runs of seeds 117-120 and 161-164 scored
 #                    again to pass@256, each on its own seed's draws, tested seed by seed (needs the runs of make
 #                    lab-symmetry and lab-symmetry-neg; 24 models, 75 min on 2 cores when it ran); writes
@@ -311,15 +311,19 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_symmetry_summary.json benchmarks/lab_symmetry_121_summary.json \
 	benchmarks/lab_symmetry_neg_summary.json benchmarks/lab_confirm_passk256.json \
 	benchmarks/lab_symmetry_passk256.json benchmarks/lab_symmetry_neg_passk256.json \
-	benchmarks/lab_symmetry_121_passk256.json benchmarks/lab_symmetry_pos_passk256.json
+	benchmarks/lab_symmetry_121_passk256.json benchmarks/lab_symmetry_pos_passk256.json \
+	benchmarks/lab_symmetry_neg_165_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
-# control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD')
+# control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of
+# the negative-dominant control on 165-172 name 117-120 with 161-172, for the control's claims only)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json \
 	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_121_summary.json \
 	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json \
 	benchmarks/lab_symmetry_passk256.json,benchmarks/lab_symmetry_neg_passk256.json \
-	benchmarks/lab_symmetry_pos_passk256.json,benchmarks/lab_symmetry_121_passk256.json:agrae_pos_dominant
+	benchmarks/lab_symmetry_pos_passk256.json,benchmarks/lab_symmetry_121_passk256.json:agrae_pos_dominant \
+	benchmarks/lab_symmetry_summary.json,benchmarks/lab_symmetry_neg_summary.json,$\
+	benchmarks/lab_symmetry_neg_165_summary.json:agrae_neg_dominant
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

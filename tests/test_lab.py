@@ -470,7 +470,7 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                             + POOLED_HEADING + pooled_markdown(pooled_rows)
                             + PROBES_HEADING + probes_markdown(probe_rows(probed)))
     with open(os.path.join(root, "Makefile")) as f:
-        makefile = f.read().replace("\\\n", " ")
+        makefile = re.sub(r"\$\\\n\s*", "", f.read()).replace("\\\n", " ")  # make's `$\` joins without a space
     assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
     assert re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split() == planned
     assert re.search(r"^LAB_PROBES \?= (.*)$", makefile, re.M).group(1).split() == probes
@@ -499,12 +499,13 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-group-size-%", "93", "lab_group_size_93", 93, GROUP_SIZE_METHODS, 3),
     ("lab-group-size-%", "96", "lab_group_size_96", 96, GROUP_SIZE_METHODS, 3),
     ("lab-symmetry-%", "121", "lab_symmetry_121", 121, ["grpo", "agrae_pos_dominant"], 4),
+    ("lab-symmetry-neg-%", "165", "lab_symmetry_neg_165", 165, ["grpo", "agrae_neg_dominant"], 8),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds):
     """`make lab-group-size` (and `make lab-group-size-93` and `-96`, by the pattern rule) runs the command its
     committed summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and
-    copies its summary there; so does `make lab-symmetry-121` (docs/lab.md, "The positive-dominant control again on
-    seeds 121-124")."""
+    copies its summary there; so do `make lab-symmetry-121` (docs/lab.md, "The positive-dominant control again on
+    seeds 121-124") and `make lab-symmetry-neg-165` ("The negative-dominant control on eight more seeds")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem)
