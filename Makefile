@@ -36,7 +36,8 @@
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
-#                    and GRPO-N against GRPO on seeds 113-116"
+#                    and GRPO-N against GRPO on seeds 113-116"; make lab-exploration-173 GRPO and A-GRAE x 8
+#                    seeds from 173 (docs/lab.md's "A-GRAE against GRPO on eight more seeds")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -214,6 +215,12 @@ LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae
 LAB_EXPLORATION_ARGS ?= --seeds 4 --first-seed 113 --steps 50 --passk-samples 64
 lab-exploration: $(STAMP)
 	$(call lab_comparison,--methods $(LAB_EXPLORATION_METHODS) $(LAB_EXPLORATION_ARGS),lab_exploration)
+
+# GRPO and A-GRAE on 8 more seeds: make lab-exploration-173 (seeds 173-180), planned to be pooled with 113-116 for
+# A-GRAE's entropy and pass@64 claims (docs/lab.md, "A-GRAE against GRPO on eight more seeds")
+LAB_EXPLORATION_MORE_ARGS ?= --methods grpo,agrae --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-exploration-%: $(STAMP)
+	$(call lab_comparison,$(LAB_EXPLORATION_MORE_ARGS),lab_exploration_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
