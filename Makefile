@@ -15,7 +15,8 @@
 #                    into docs/lab.md and benchmarks/lab_compare_summary.json, so a re-run reproduces the committed
 #                    one; finished runs are kept, an interrupted one resumes. LAB_ARGS="--seeds 3 ..." runs 3 seeds
 #                    (~6 h one at a time), LAB_METHODS=grpo,cw_grpo some of the methods, LAB_JOBS=1 one run at a time
-#                    (default 2 at once)
+#                    (default 2 at once); with other methods or arguments the report stays in runs/lab and the
+#                    committed summary and docs/lab.md are left as they are
 #   make lab-confirm the six methods that test the addition task's nine claims (GRPO, GRPO-N, CW-GRPO, AVSPO, AAPO,
 #                    A-GRAE) x 8 seeds (50-57) on the countdown task, two lanes (runs/lab_confirm; ~4.2 h); writes
 #                    benchmarks/lab_confirm_nine_summary.json, the report behind docs/lab.md's "All nine claims on
@@ -174,8 +175,9 @@ LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 LAB_JOBS ?= 2
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab --publish docs/lab.md
-	cp runs/lab/summary.json benchmarks/lab_compare_summary.json
+		--out runs/lab
+	$(PY) -m rlvr_recipes.launch.replay --publish benchmarks/lab_compare_summary.json runs/lab/summary.json \
+		--report-into docs/lab.md
 
 # one lab comparison on the countdown task in $(LAB_JOBS) lanes: $(1) its methods and arguments, $(2) its folder under
 # runs/; its summary is then compared run by run with benchmarks/$(3)_summary.json ($(2)'s name when $(3) is not

@@ -116,8 +116,10 @@ def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_
 
 
 def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
-    """`make lab` is the one command behind docs/lab.md's comparison: its methods must all resolve, and the document
-    it publishes into must carry the report markers (else the command would fail after hours of runs)."""
+    """`make lab` is the one command behind docs/lab.md's comparison: its methods must all resolve, the document it
+    publishes into must carry the report markers (else the command would fail after hours of runs), and it publishes
+    the summary and the report with `launch.replay --publish`, so that a methods or arguments override leaves both the
+    committed ones as they are."""
     import re
 
     from rlvr_recipes.launch.compare import publish_target
@@ -137,7 +139,10 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     # and 001 Table 2's A-GRAE rows on DAPO (as 001 ran it) and on Dr.GRPO, each beside its base
     assert {"dapo_001", "agrae_dapo_001", "agrae_drgrpo"} <= set(methods)
     assert len(set(methods)) == len(methods)
-    assert "--publish docs/lab.md" in makefile
+    _, (train, publish) = _make_recipe("lab")
+    assert "--publish" not in train.split() and train.split()[-2:] == ["--out", "runs/lab"]
+    assert publish.split() == [*PUBLISH, "benchmarks/lab_compare_summary.json", "runs/lab/summary.json",
+                               "--report-into", "docs/lab.md"]
     publish_target(os.path.join(root, "docs", "lab.md"))
     # the committed report was made by this command: its methods and its seeds, steps and pass@k samples
     args = re.search(r"^LAB_ARGS \?= (.+)$", makefile, re.M).group(1).split()

@@ -211,6 +211,51 @@ def test_publish_copies_runs_of_the_same_experiment_and_keeps_the_committed_summ
         main(["--publish", committed, "--train", "80"])
 
 
+def test_publish_puts_the_report_into_the_doc_only_where_the_summary_is_written(tmp_path, capsys):
+    """--publish --report-into DOC (`make lab`'s last step): the report beside a summary of the committed experiment
+    goes into DOC between its markers, headings two levels down; an override's summary leaves DOC as it is too; a DOC
+    without the markers, or no report beside the summary, fails before the committed summary is touched."""
+    from rlvr_recipes.launch.compare import PUBLISH_END, PUBLISH_START
+
+    runs = tmp_path / "runs" / "lab"
+    runs.mkdir(parents=True)
+    committed = tmp_path / "committed.json"
+    committed.write_text(json.dumps(_summary(), indent=1))
+    replayed = runs / "summary.json"
+    replayed.write_text(json.dumps(_summary(acc=(0.645, 0.66, 0.675, 0.665)), indent=1))
+    (runs / "report.md").write_text("# Methods side by side\n\n![curves](curves.png)\n")
+    doc = tmp_path / "lab.md"
+    doc.write_text(f"# Lab\n\n{PUBLISH_START}\nold\n{PUBLISH_END}\n")
+    before = doc.read_text()
+
+    other = runs / "other.json"
+    one_method = _summary()
+    one_method["setup"]["methods"] = ["grpo"]
+    other.write_text(json.dumps(one_method))
+    assert main(["--publish", str(committed), str(other), "--report-into", str(doc)]) == 0
+    assert f"{doc} left as it is too" in capsys.readouterr().out
+    assert doc.read_text() == before
+
+    assert main(["--publish", str(committed), str(replayed), "--report-into", str(doc)]) == 0
+    out = capsys.readouterr().out
+    assert f"written to {committed}" in out and f"report copied into {doc}" in out
+    assert committed.read_text() == replayed.read_text()
+    assert doc.read_text() == (f"# Lab\n\n{PUBLISH_START}\n\n### Methods side by side\n\n![curves](img/lab/curves.png)"
+                               f"\n\n{PUBLISH_END}\n")
+
+    committed.write_text(json.dumps(_summary(), indent=1))
+    kept = committed.read_text()
+    doc.write_text("# Lab, no markers\n")
+    assert main(["--publish", str(committed), str(replayed), "--report-into", str(doc)]) == 2
+    assert "lab.md" in capsys.readouterr().err and committed.read_text() == kept
+    doc.write_text(before)
+    (runs / "report.md").unlink()
+    assert main(["--publish", str(committed), str(replayed), "--report-into", str(doc)]) == 2
+    assert "no report beside" in capsys.readouterr().err and committed.read_text() == kept
+    with pytest.raises(SystemExit):
+        main([str(committed), str(replayed), "--report-into", str(doc)])
+
+
 def test_committed_comparisons_of_the_same_seeds_replay_each_other():
     """The lanes measurements (docs/lab.md, "Lanes") trained GRPO and CW-GRPO at seeds 10-11 again, in two lanes,
     after the 4-seed paired comparison had trained them in one: their pass@k changes are the same runs'."""

@@ -32,8 +32,9 @@ Writes ``<out>/report.md`` (plots first, then the tables and the claims), ``curv
 ``acr_vs_group_size.png``, ``summary.json`` and one folder per run under ``<out>/runs/<method>/seed<s>/``. Each
 claim in ``summary.json`` keeps the per-seed figures its verdict was taken on, and for a paired test the difference by
 seed (:func:`claims`), so a verdict can be checked, or a seed looked at, from the summary alone.
-``--publish DOC`` then copies the report into a document between its two marker lines (``make lab`` writes
-docs/lab.md's comparison this way), so the committed report is what the command wrote.
+``--publish DOC`` then copies the report into a document between its two marker lines (:func:`publish_report`; ``make
+lab`` does it through ``launch.replay --publish --report-into``, only where the runs are the committed experiment's),
+so the committed report is what the command wrote.
 """
 
 from __future__ import annotations

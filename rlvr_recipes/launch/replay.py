@@ -26,6 +26,8 @@ the largest difference of each figure and its run); 2: the summaries cannot be c
 (:func:`publish_summary`): it prints the comparison where there is one and copies the new summary over the committed
 one where both are runs of one experiment (the same settings, methods and seeds), whatever the figures; a summary of
 another experiment (a methods or arguments override) leaves the committed one as it is, saying why, and exits 0.
+With ``--report-into DOC`` the runs' report (``report.md`` beside the new summary) goes into DOC between its report
+markers where the summary was written, and nowhere where it was not (``make lab``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import shutil
 import sys
 from typing import Any, Optional, Sequence
 
-from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G
+from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G, publish_report, publish_target
 from rlvr_recipes.launch.compare import main as compare_main
 from rlvr_recipes.launch.verdicts import SETTINGS, read_summaries, seed_label, seed_set
 
@@ -287,22 +289,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="copy the new summary over the committed one (or write it where there is none) when "
                              "both are runs of one experiment, whatever the figures; another experiment's summary "
                              "leaves the committed one as it is (exit 0 either way)")
+    parser.add_argument("--report-into", metavar="DOC", default=None,
+                        help="with --publish: where the summary is written, also copy the report beside it into DOC "
+                             "between its report markers (launch.compare --publish); where it is not, DOC is left too")
     args = parser.parse_args(argv)
     if (args.train is None) == (args.new is None):
         parser.error("give either the new summary or --train SEED")
     if args.publish and (args.train is not None or args.json):
         parser.error("--publish takes the new summary, without --train or --json")
+    if args.report_into and not args.publish:
+        parser.error("--report-into goes with --publish")
     if args.publish:
+        out = os.path.dirname(args.new) or "."
         try:
+            if args.report_into:  # both checked before the summary is written
+                publish_target(args.report_into)
+                if not os.path.exists(os.path.join(out, "report.md")):
+                    raise ValueError(f"{os.path.join(out, 'report.md')}: no report beside {args.new} to publish")
             kept = publish_summary(args.committed, args.new, args.tolerance)
+            img_dir = publish_report(out, args.report_into) if args.report_into and not kept else None
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if kept:
             print(f"[replay] {args.new} is not of the experiment of {args.committed} ({'; '.join(kept)}): "
-                  f"{args.committed} left as it is (cp {args.new} {args.committed} puts it there)")
+                  f"{args.committed} left as it is (cp {args.new} {args.committed} puts it there)"
+                  + (f"; {args.report_into} left as it is too" if args.report_into else ""))
         else:
             print(f"[replay] {args.new} written to {args.committed}")
+            if img_dir:
+                print(f"[replay] report copied into {args.report_into}, figures into {img_dir}")
         return 0
     try:
         [(_, committed)] = read_summaries([args.committed])
