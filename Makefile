@@ -39,6 +39,8 @@
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"; make lab-exploration-173 GRPO and A-GRAE x 8
 #                    seeds from 173 (docs/lab.md's "A-GRAE against GRPO on eight more seeds")
+#   make lab-grpo-n-181 GRPO and GRPO-N x 8 seeds from 181 (runs/lab_grpo_n_181), two lanes; writes
+#                    benchmarks/lab_grpo_n_181_summary.json (docs/lab.md's "GRPO-N against GRPO on eight more seeds")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -223,6 +225,12 @@ lab-exploration: $(STAMP)
 LAB_EXPLORATION_MORE_ARGS ?= --methods grpo,agrae --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-exploration-%: $(STAMP)
 	$(call lab_comparison,$(LAB_EXPLORATION_MORE_ARGS),lab_exploration_$*)
+
+# GRPO and GRPO-N on 8 more seeds: make lab-grpo-n-181 (seeds 181-188), planned to be pooled with 113-116 for GRPO-N's
+# entropy and pass@64 claims (docs/lab.md, "GRPO-N against GRPO on eight more seeds")
+LAB_GRPO_N_ARGS ?= --methods grpo,grpo_n --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-grpo-n-%: $(STAMP)
+	$(call lab_comparison,$(LAB_GRPO_N_ARGS),lab_grpo_n_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
