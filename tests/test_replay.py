@@ -251,7 +251,7 @@ def test_publish_puts_the_report_into_the_doc_only_where_the_summary_is_written(
     doc.write_text(before)
     (runs / "report.md").unlink()
     assert main(["--publish", str(committed), str(replayed), "--report-into", str(doc)]) == 2
-    assert "no report beside" in capsys.readouterr().err and committed.read_text() == kept
+    assert "report.md: no report to publish" in capsys.readouterr().err and committed.read_text() == kept
     with pytest.raises(SystemExit):
         main([str(committed), str(replayed), "--report-into", str(doc)])
 

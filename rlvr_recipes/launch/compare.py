@@ -1246,6 +1246,21 @@ def write_between_markers(doc: str, content: str, start_marker: str = PUBLISH_ST
         f.write(text[: start + len(start_marker)] + "\n\n" + content.strip() + "\n\n" + text[end:])
 
 
+def check_report_publishable(out: str, doc: str) -> str:
+    """The path of ``<out>/report.md``, once it is there and ``doc`` holds the report's two markers: the checks
+    :func:`publish_report` makes before it writes anything, for a caller that must make them before writing elsewhere
+    (``launch.replay --publish --report-into`` makes them before it writes the summary).
+
+    Raises:
+        ValueError: ``out`` holds no report, or ``doc`` is missing or lacks the two markers (in that order).
+    """
+    report_path = os.path.join(out, "report.md")
+    if not os.path.exists(report_path):
+        raise ValueError(f"{report_path}: no report to publish; run the comparison first")
+    publish_target(doc)
+    return report_path
+
+
 def publish_report(out: str, doc: str) -> str:
     """Copy ``<out>/report.md`` into the document ``doc`` between :data:`PUBLISH_START` and :data:`PUBLISH_END`: its
     headings two levels down (it sits under a section of ``doc``), its figures copied to ``img/<name of out>/`` beside
@@ -1256,10 +1271,7 @@ def publish_report(out: str, doc: str) -> str:
     """
     import shutil
 
-    report_path = os.path.join(out, "report.md")
-    if not os.path.exists(report_path):
-        raise ValueError(f"{report_path}: no report to publish; run the comparison first")
-    publish_target(doc)  # the markers are there before a figure is copied
+    report_path = check_report_publishable(out, doc)  # both checked before a figure is copied
     rel = f"img/{os.path.basename(os.path.normpath(out))}"
     img_dir = os.path.join(os.path.dirname(os.path.abspath(doc)), rel)
     os.makedirs(img_dir, exist_ok=True)

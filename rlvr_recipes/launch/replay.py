@@ -41,7 +41,7 @@ import shutil
 import sys
 from typing import Any, Optional, Sequence
 
-from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G, publish_report, publish_target
+from rlvr_recipes.launch.compare import ACR_CUT, ACR_VS_G, check_report_publishable, publish_report
 from rlvr_recipes.launch.compare import main as compare_main
 from rlvr_recipes.launch.verdicts import SETTINGS, read_summaries, seed_label, seed_set
 
@@ -302,10 +302,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.publish:
         out = os.path.dirname(args.new) or "."
         try:
-            if args.report_into:  # both checked before the summary is written
-                publish_target(args.report_into)
-                if not os.path.exists(os.path.join(out, "report.md")):
-                    raise ValueError(f"{os.path.join(out, 'report.md')}: no report beside {args.new} to publish")
+            if args.report_into:  # the report and the doc's markers checked before the summary is written
+                check_report_publishable(out, args.report_into)
             kept = publish_summary(args.committed, args.new, args.tolerance)
             img_dir = publish_report(out, args.report_into) if args.report_into and not kept else None
         except ValueError as exc:
