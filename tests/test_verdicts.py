@@ -13,7 +13,7 @@ from rlvr_recipes.launch.verdicts import (GLANCE_NOTE, POOLED_HEADING, PROBES_HE
                                           START_KEY, PlannedPooling, cell, claimed_higher, count_seed_sets,
                                           glance_markdown, ledger, main, markdown, p_value, planned_poolings, pooled,
                                           pooled_markdown, probe_rows, probes_markdown, publish, reading, seed_label,
-                                          seed_set, start_accuracy)
+                                          seed_set, sequential_verdict, start_accuracy)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -298,6 +298,61 @@ def test_planned_pooling_of_one_method_leaves_the_other_claims_of_its_summaries_
     assert [r["planned"] for r in pooled(summaries, [PlannedPooling(("a.json", "b.json"))])] == [True, True]
     with pytest.raises(ValueError, match="a.json,b.json:gspo_n: no paired claim of these summaries is gspo_n's"):
         pooled(summaries, [PlannedPooling(("a.json", "b.json"), "gspo_n")])
+
+
+def test_planned_pooling_that_adds_seeds_to_a_set_read_before_is_its_second_look():
+    """a (+0.1, +0.3 on seeds 0-1) was read before the plan added b (+0.2, +0.1 on 5-6): the four differences have mean
+    0.175, sd 0.0957, se 0.0479, t 3.656 on 3 df, half-width 3.182 x se = 0.152: [+0.023, +0.327], p 0.0354; means
+    2.4 / 4 = 0.600 against 1.7 / 4 = 0.425. Held at the 5 % level, but as the second look at the claim it decides only
+    below Pocock's 0.0294: cannot be judged. Planned without the look (both read after the plan) it holds. With
+    test_pooled_by_hand's b (+0.2, +0.2; p 0.0163) the second look reaches the level and holds; a third comparison c
+    (+0.2, +0.2 on 10-11) added after a and b were read makes all six differences (p 0.000573) the third look, held
+    below 0.0221."""
+    a = _paired(0, [0.6, 0.8], [0.5, 0.5])
+    b = _paired(5, [0.7, 0.3], [0.5, 0.2], higher=True)
+    rows = pooled([("a.json", a), ("b.json", b)], [PlannedPooling(("a.json", "b.json"), None, ("a.json",))])
+    assert [(r["planned"], r["looks"], r["verdict"]) for r in rows] == [(True, 2, "cannot be judged")]
+    assert rows[0]["evidence"].startswith("0.600 vs 0.425: difference +0.175, 95 % interval [+0.023, +0.327] "
+                                          "(paired t-test by seed, df 3, p = 0.0354")
+    assert rows[0]["evidence"].endswith("; look 2 at this claim, 1 of its seed sets read before the plan: Pocock's "
+                                        "level for 2 looks, p < 0.0294, not reached")
+    assert [(r["looks"], r["verdict"]) for r in pooled([("a.json", a), ("b.json", b)],
+                                                       [PlannedPooling(("a.json", "b.json"))])] == [(1, "held")]
+    assert pooled([("a.json", a), ("b.json", b)])[0]["looks"] is None  # not planned: no look counted
+    assert pooled_markdown(rows).splitlines()[2].startswith(
+        f"| {ENTROPY} | 004 Sec. 4 | 0-1,5-6 | 2 | yes, look 2 | - (p 0.0354) |")
+
+    b = _paired(5, [0.7, 0.4], [0.5, 0.2], verdict="held", higher=True)
+    [row] = pooled([("a.json", a), ("b.json", b)], [PlannedPooling(("a.json", "b.json"), None, ("a.json",))])
+    assert (row["looks"], row["verdict"]) == (2, "held") and row["evidence"].endswith("p < 0.0294, reached")
+    c = _paired(10, [0.4, 0.9], [0.2, 0.7])
+    plan = planned_poolings(["a.json,b.json+c.json:grpo_n"], ["a.json", "b.json", "c.json"])
+    assert plan == [PlannedPooling(("a.json", "b.json", "c.json"), "grpo_n", ("a.json", "b.json"))]
+    [row] = pooled([("a.json", a), ("b.json", b), ("c.json", c)], plan)
+    assert (row["looks"], row["verdict"]) == (3, "held") and "p = 0.000573" in row["evidence"]
+    assert row["evidence"].endswith("Pocock's level for 3 looks, p < 0.0221, reached")
+    table = glance_markdown({"rows": [{"claim": ENTROPY, "source": "004 Sec. 4", "held": 0, "did not hold": 0,
+                                       "tested": 3, "seed sets": []}]}, [row])
+    assert "| 0-1,5-6,10-11, look 3: held (p 0.000573) |" in table
+    # an earlier summary that adds no seed to the claim's pooling is no look at it
+    [row] = pooled([("a.json", a), ("b.json", b)], [PlannedPooling(("a.json", "b.json"), None, ("x.json",))])
+    assert row["looks"] == 1
+    for bad in ("a.json+b.json+c.json", "+a.json,b.json", "a.json,b.json+", "a.json+,:grpo_n"):
+        with pytest.raises(ValueError, match="one '\\+', after the summaries read before the plan"):
+            planned_poolings([bad], ["a.json", "b.json", "c.json"])
+
+
+def test_sequential_verdict_levels():
+    """Pocock's levels: a decided verdict is kept below the level for its look and becomes cannot be judged at or
+    above it; one look leaves the verdict and evidence as they are; six looks have no level here."""
+    assert sequential_verdict("held", "e", 0.04, 1) == ("held", "e")
+    assert sequential_verdict("did not hold", "e", 0.0293, 2)[0] == "did not hold"
+    assert sequential_verdict("did not hold", "e", 0.0294, 2)[0] == "cannot be judged"
+    assert sequential_verdict("held", "e", 0.0221, 3)[0] == "cannot be judged"
+    assert sequential_verdict("held", "e", 0.0157, 5)[0] == "held"
+    assert sequential_verdict("cannot be judged", "e", 0.2, 2)[0] == "cannot be judged"
+    with pytest.raises(ValueError, match="6 looks at one claim"):
+        sequential_verdict("held", "e", 0.001, 6)
 
 
 def test_pool_on_the_command_line(tmp_path, capsys):

@@ -18,7 +18,9 @@ they are not independent evidence), and so do comparisons on the same seeds. Wit
 claim of two methods once on the seeds of all the comparisons that made it alike (same settings, same build of the
 task, paired by seed), taken together (:func:`pooled`); ``--planned A.json,B.json`` names a pooling planned before the
 last of its comparisons ran, and the table marks its rows planned and every other row not (``A.json,B.json:METHOD``:
-only the claims of METHOD against its base were planned, :class:`PlannedPooling`). ``--probe P.json`` adds a
+only the claims of METHOD against its base were planned, :class:`PlannedPooling`; ``A.json+B.json``: A had been read
+before the plan added B's seeds to it, so the pooling is the second look at A's claims and decides only at Pocock's
+level for two looks, :data:`POCOCK_LEVEL`). ``--probe P.json`` adds a
 last table, the claims of a measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect
 on entropy, or the final models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish
 DOC`` the tables and the command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
@@ -170,7 +172,15 @@ GLANCE_NOTE = ("\n`reading`: what a claim's seed sets say together, counted as i
                "below: replicated where it came out the same way on two seed sets that share no seed and never the "
                "other way, decided once where one seed set decided it, both ways, or never decided. `planned "
                "pooling`: the verdict of each pooling of seed sets named before its last comparison ran "
-               "(`--planned`; the pooled table below). Seed set by seed set, each comparison a column:\n\n")
+               "(`--planned`; the pooled table below), with the look it is where seed sets in it had been read "
+               "before the plan (`look 2`: decided only at Pocock's level for two looks). Seed set by seed set, each "
+               "comparison a column:\n\n")
+
+
+def _look(row: dict[str, Any]) -> str:
+    """``", look K"`` for a planned pooled row that is a later look at its claim (:func:`sequential_verdict`), else
+    empty."""
+    return f", look {row['looks']}" if (row.get("looks") or 1) > 1 else ""
 
 
 def glance_markdown(table: dict[str, Any], pooled_rows: Optional[Sequence[dict[str, Any]]] = None) -> str:
@@ -183,7 +193,7 @@ def glance_markdown(table: dict[str, Any], pooled_rows: Optional[Sequence[dict[s
     for row in table["rows"]:
         cells = [row["claim"], row["source"], f"{row['held']} / {row['did not hold']} / {row['tested']}", reading(row)]
         if pooled_rows is not None:
-            cells.append("; ".join(f"{seed_label(r['seeds'])}: {cell(r)}" for r in pooled_rows
+            cells.append("; ".join(f"{seed_label(r['seeds'])}{_look(r)}: {cell(r)}" for r in pooled_rows
                                    if r["planned"] and r["claim"] == row["claim"]))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + GLANCE_NOTE
@@ -220,19 +230,50 @@ def claimed_higher(claims: Sequence[dict[str, Any]]) -> Optional[bool]:
 
 
 class PlannedPooling(NamedTuple):
-    """A pooling named before the last of its comparisons ran (``--planned A.json,B.json[:METHOD]``): the summaries
-    taken together, by name, and the method whose claims the plan was about (the first method of a claim: ``agrae``
-    in "agrae keeps entropy above grpo"), or None where it was about every claim they make alike."""
+    """A pooling named before the last of its comparisons ran (``--planned [A.json,...+]B.json,...[:METHOD]``): the
+    summaries taken together, by name, the method whose claims the plan was about (the first method of a claim:
+    ``agrae`` in "agrae keeps entropy above grpo"), or None where it was about every claim they make alike, and
+    ``earlier``, those of the summaries whose verdicts had been read before the plan was made (the names before ``+``):
+    each was a look at the claims it holds (:data:`POCOCK_LEVEL`)."""
 
     names: tuple[str, ...]
     method: Optional[str] = None
+    earlier: tuple[str, ...] = ()
+
+
+#: Pocock's nominal two-sided level for each of K looks at a claim, equally spaced, that keeps the chance of deciding
+#: a true null at any of them to 5 % (Pocock 1977, Biometrika 64:191; Jennison and Turnbull 2000, Table 2.1:
+#: critical values 2.178, 2.289, 2.361, 2.413): a planned pooling that adds seeds to seed sets read before the plan is
+#: the K-th look at the claims they hold, K - 1 of them read before, and decides only where its p lies below this
+POCOCK_LEVEL = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182, 5: 0.0158}
+
+
+def sequential_verdict(verdict: str, evidence: str, p: float, looks: int) -> tuple[str, str]:
+    """A pooled verdict (``compare.diff_verdict``'s, at the 5 % level) read as the ``looks``-th look at its claim:
+    kept where ``p`` lies below :data:`POCOCK_LEVEL`'s level for that many looks, else ``cannot be judged``; the
+    evidence says which look it is and whether the level was reached. One look leaves both as they are.
+
+    Raises:
+        ValueError: more looks than :data:`POCOCK_LEVEL` holds a level for, naming them.
+    """
+    if looks == 1:
+        return verdict, evidence
+    if looks not in POCOCK_LEVEL:
+        raise ValueError(f"{looks} looks at one claim: Pocock's level is given here for 1 to {max(POCOCK_LEVEL)}")
+    level = POCOCK_LEVEL[looks]
+    reached = p < level
+    evidence += (f"; look {looks} at this claim, {looks - 1} of its seed sets read before the plan: Pocock's level "
+                 f"for {looks} looks, p < {level:g}, {'reached' if reached else 'not reached'}")
+    return (verdict if reached else "cannot be judged"), evidence
 
 
 def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods: list[str], higher: bool,
-                planned: bool) -> Optional[dict[str, Any]]:
+                planned: bool, earlier: frozenset[str] = frozenset()) -> Optional[dict[str, Any]]:
     """One claim tested on the seeds of the ``made`` comparisons taken together (a seed they share is taken once,
-    from the first), or None when fewer than two of them add a seed."""
-    from rlvr_recipes.launch.compare import diff_verdict
+    from the first), or None when fewer than two of them add a seed. A planned row is the ``1 + k``-th look at its
+    claim where ``k`` of the comparisons that add seeds are ``earlier`` (read before the plan): its verdict is then
+    :func:`sequential_verdict`'s; ``looks`` is None in a row not planned."""
+    from rlvr_recipes.launch.compare import diff_verdict, paired_change
 
     a, b, names = {}, {}, []
     for name, claim in made:
@@ -246,8 +287,12 @@ def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods:
         return None
     seeds = sorted(a, key=int)
     verdict, evidence = diff_verdict([a[s] for s in seeds], [b[s] for s in seeds], higher, paired=True)
+    looks = 1 + len({_base(n) for n in names} & earlier) if planned else None
+    if looks is not None and looks > 1:
+        p = paired_change([a[s] - b[s] for s in seeds])["p"]
+        verdict, evidence = sequential_verdict(verdict, evidence, p, looks)
     return {"claim": title, "source": made[0][1].get("source", ""), "seeds": frozenset(int(s) for s in seeds),
-            "comparisons": names, "planned": planned, "verdict": verdict, "evidence": evidence}
+            "comparisons": names, "planned": planned, "looks": looks, "verdict": verdict, "evidence": evidence}
 
 
 def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
@@ -266,16 +311,18 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
     to a planned one after it came out, is not a test at the 5 % level; the rows say which is which. A claim's
     comparisons that form a planned pooling (two or more of them) get its row, planned, where the plan names no method
     or the claim's method; all its alike comparisons get a row too, unplanned, unless they add no seed to a planned
-    one.
+    one. A planned pooling that adds seeds to comparisons read before the plan (:class:`PlannedPooling`'s
+    ``earlier``) is a later look at their claims, decided at Pocock's level (:func:`sequential_verdict`).
 
     Returns one row per claim, experiment and pooling, in the order claims are first met, planned rows first:
-    ``{"claim", "source", "seeds", "comparisons", "planned", "verdict", "evidence"}``, ``seeds`` the frozenset taken,
-    ``comparisons`` the names they came from.
+    ``{"claim", "source", "seeds", "comparisons", "planned", "looks", "verdict", "evidence"}``, ``seeds`` the frozenset
+    taken, ``comparisons`` the names they came from, ``looks`` the look a planned row is (None in the others).
 
     Raises:
         ValueError: a plan names a method that is the method of no paired claim its summaries make, naming both.
     """
-    plans = [(frozenset(_base(n) for n in plan.names), plan.method) for plan in planned]
+    plans = [(frozenset(_base(n) for n in plan.names), plan.method, frozenset(_base(n) for n in plan.earlier))
+             for plan in planned]
     groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
     for name, summary in sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0])):
         setup = summary["setup"]
@@ -292,16 +339,19 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
             continue
         made = [(n, c) for n, c in made if [k for k in c["values"] if k != DIFFERENCE][:2] == methods]
         everyone = frozenset(_base(n) for n, _ in made)
-        pools = [(plan, True) for plan in dict.fromkeys(plan & everyone for plan, method in plans
-                                                        if method in (None, methods[0])) if len(plan) >= 2]
-        pools.append((everyone, False))
+        pools = {}  # each planned pooling of these comparisons, once, with the names read before its plan
+        for plan, method, earlier in plans:
+            if method in (None, methods[0]) and len(plan & everyone) >= 2:
+                pools.setdefault(plan & everyone, (True, earlier))
+        pools.setdefault(everyone, (False, frozenset()))
         taken = set()  # the seeds of the rows made: a pooling of all that adds no seed to a planned one is that one
-        for pool, is_planned in pools:
-            row = _pooled_row(title, [(n, c) for n, c in made if _base(n) in pool], methods, higher, is_planned)
+        for pool, (is_planned, earlier) in pools.items():
+            row = _pooled_row(title, [(n, c) for n, c in made if _base(n) in pool], methods, higher, is_planned,
+                              earlier)
             if row is not None and row["seeds"] not in taken:
                 rows.append(row)
                 taken.add(row["seeds"])
-    for names, method in plans:
+    for names, method, _ in plans:
         if method is not None and not any(_base(name) in names and _claim_method(claim) == method
                                           for name, summary in summaries for claim in summary["claims"]):
             raise ValueError(f"--planned {','.join(sorted(names))}:{method}: no paired claim of these summaries is "
@@ -327,9 +377,12 @@ def _base(name: str) -> str:
 POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two methods tested once on all the seeds of "
                   "the comparisons that made it with the same settings and the same build of the task, by the paired "
                   "t-test each of them used. `planned`: yes where the pooling was named (`--planned`) before the last "
-                  "of its comparisons ran, so that its verdict is one test at the 5 % level; no where the comparisons "
-                  "were taken together after they ran, or seeds were added to a planned pooling after it came out, "
-                  "which is not such a test.\n\n")
+                  "of its comparisons ran, so that its verdict is one test at the 5 % level; `look K` where K - 1 of "
+                  "its seed sets had been read before the plan added seeds to them, so that it decides only where p "
+                  "lies below Pocock's level for K looks (0.0294 for two, 0.0221 for three), which keeps the chance of "
+                  "deciding a claim that is false at any of the looks to 5 %; no where the comparisons were taken "
+                  "together after they ran, or seeds were added to a planned pooling after it came out, which is not "
+                  "such a test.\n\n")
 
 
 def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -339,7 +392,7 @@ def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| claim | paper | seeds | comparisons | planned | verdict | evidence |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['claim']} | {row['source']} | {seed_label(row['seeds'])} | {len(row['comparisons'])} | "
-                     f"{'yes' if row['planned'] else 'no'} | {cell(row)} | {row['evidence']} |")
+                     f"{('yes' + _look(row)) if row['planned'] else 'no'} | {cell(row)} | {row['evidence']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -388,11 +441,12 @@ def probes_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[PlannedPooling]:
-    """``--planned`` values (comma-separated summary names, then optionally ``:METHOD``) as :class:`PlannedPooling`.
+    """``--planned`` values as :class:`PlannedPooling`: comma-separated summary names, those read before the plan
+    first and ``+`` after them where there are any, then optionally ``:METHOD``.
 
     Raises:
-        ValueError: a pooling of fewer than two summaries, one naming a summary the command was not given, or one
-            whose ``:`` has no method after it, naming it.
+        ValueError: a pooling of fewer than two summaries, one naming a summary the command was not given, one whose
+            ``:`` has no method after it, or one with more than one ``+`` or nothing on a side of it, naming it.
     """
     given = {_base(n) for n in names}
     plans = []
@@ -400,13 +454,18 @@ def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[Planned
         files, colon, method = spec.partition(":")
         if colon and not method:
             raise ValueError(f"--planned {spec!r}: name the method after ':', or leave ':' out for every claim")
-        plan = [p for p in files.split(",") if p]
+        before, plus, after = files.rpartition("+")
+        earlier = [p for p in before.split(",") if p]
+        if plus and ("+" in before or not earlier or not after.strip(",")):
+            raise ValueError(f"--planned {spec!r}: one '+', after the summaries read before the plan and before "
+                             "those it added")
+        plan = [*earlier, *(p for p in after.split(",") if p)]
         if len(set(map(_base, plan))) < 2:
             raise ValueError(f"--planned {spec!r}: a pooling names two summaries or more, comma-separated")
         missing = [p for p in plan if _base(p) not in given]
         if missing:
             raise ValueError(f"--planned {spec!r}: {', '.join(missing)} is not among the summaries given")
-        plans.append(PlannedPooling(tuple(plan), method or None))
+        plans.append(PlannedPooling(tuple(plan), method or None, tuple(earlier)))
     return plans
 
 
@@ -442,10 +501,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
     parser.add_argument("--pool", action="store_true",
                         help="also test each paired claim once on the seeds of all the comparisons that made it alike")
-    parser.add_argument("--planned", metavar="A.json,B.json[:METHOD]", action="append", default=[],
+    parser.add_argument("--planned", metavar="[A.json+]B.json,C.json[:METHOD]", action="append", default=[],
                         help="with --pool: these summaries' comparisons were planned to be taken together before the "
                              "last of them ran, for METHOD's claims only where given (repeat for each such pooling); "
-                             "their pooled rows are marked planned")
+                             "their pooled rows are marked planned; the summaries before '+' had been read before the "
+                             "plan, so the pooling is a later look at their claims, decided at Pocock's level")
     parser.add_argument("--probe", metavar="P.json", action="append", default=[],
                         help="a measurement that trains no run (benchmarks/lab_entropy_probe.py's JSON): its claims "
                              "in a last table (repeat for each)")
