@@ -336,8 +336,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of
 # the negative-dominant control on 165-172 name 117-120 with 161-172, for the control's claims only, those of A-GRAE on
 # 173-180 name 113-116 with 173-180, for A-GRAE's claims only, those of GRPO-N on 181-188 name 113-116 with 181-188,
-# for GRPO-N's claims only); the summaries before '+' had been read before the
-# plan, so the pooling is a later look at their claims and decides only at Pocock's level (launch.verdicts --planned)
+# for GRPO-N's claims only); the summaries before '+' had been read before the plan, so the pooling is a later look at
+# their claims and decides only at Pocock's level (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
 	benchmarks/lab_symmetry_summary.json+benchmarks/lab_symmetry_121_summary.json \
 	benchmarks/lab_symmetry_summary.json+benchmarks/lab_symmetry_neg_summary.json \

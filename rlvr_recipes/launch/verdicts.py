@@ -380,9 +380,9 @@ POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two meth
                   "of its comparisons ran, so that its verdict is one test at the 5 % level; `look K` where K - 1 of "
                   "its seed sets had been read before the plan added seeds to them, so that it decides only where p "
                   "lies below Pocock's level for K looks (0.0294 for two, 0.0221 for three), which keeps the chance of "
-                  "deciding a claim where the methods do not differ, at any of the looks, to 5 %; no where the comparisons were taken "
-                  "together after they ran, or seeds were added to a planned pooling after it came out, which is not "
-                  "such a test.\n\n")
+                  "deciding a claim where the methods do not differ, at any of the looks, to 5 %; no where the "
+                  "comparisons were taken together after they ran, or seeds were added to a planned pooling after it "
+                  "came out, which is not such a test.\n\n")
 
 
 def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
