@@ -41,6 +41,7 @@
 #                    seeds from 173 (docs/lab.md's "A-GRAE against GRPO on eight more seeds")
 #   make lab-grpo-n-181 GRPO and GRPO-N x 8 seeds from 181 (runs/lab_grpo_n_181), two lanes; writes
 #                    benchmarks/lab_grpo_n_181_summary.json (docs/lab.md's "GRPO-N against GRPO on eight more seeds")
+#                    and make lab-grpo-n-189 (docs/lab.md's "GRPO-N against GRPO on a third seed set of eight")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -228,6 +229,8 @@ lab-exploration-%: $(STAMP)
 
 # GRPO and GRPO-N on 8 more seeds: make lab-grpo-n-181 (seeds 181-188), planned to be pooled with 113-116 for GRPO-N's
 # entropy and pass@64 claims (docs/lab.md, "GRPO-N against GRPO on eight more seeds")
+# and make lab-grpo-n-189 (seeds 189-196), planned to be pooled with 113-116 and 181-188 (docs/lab.md, "GRPO-N against
+# GRPO on a third seed set of eight")
 LAB_GRPO_N_ARGS ?= --methods grpo,grpo_n --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-grpo-n-%: $(STAMP)
 	$(call lab_comparison,$(LAB_GRPO_N_ARGS),lab_grpo_n_$*)
