@@ -41,7 +41,11 @@
 #                    seeds from 173 (docs/lab.md's "A-GRAE against GRPO on eight more seeds")
 #   make lab-grpo-n-181 GRPO and GRPO-N x 8 seeds from 181 (runs/lab_grpo_n_181), two lanes; writes
 #                    benchmarks/lab_grpo_n_181_summary.json (docs/lab.md's "GRPO-N against GRPO on eight more seeds")
-#                    and make lab-grpo-n-189 (docs/lab.md's "GRPO-N against GRPO on a third seed set of eight")
+#   make lab-grpo-n-189 the same x 8 seeds from 189 (docs/lab.md's "GRPO-N against GRPO on a third seed set of eight")
+#   make lab-grpo-n-181-passk256 GRPO's and GRPO-N's runs of seeds 181-188 scored again to pass@256, each on its own
+#                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models); writes
+#                    benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against GRPO at k = 256";
+#                    make lab-grpo-n-189-passk256 the same for seeds 189-196 (needs make lab-grpo-n-189)
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -309,6 +313,14 @@ LAB_SYMMETRY_POS_PASSK256_ARGS ?= --out runs/lab_symmetry $(PASSK256_BY_SEED) --
 lab-symmetry-pos-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py $(LAB_SYMMETRY_POS_PASSK256_ARGS) \
 		--json benchmarks/lab_symmetry_pos_passk256.json
+
+# the runs behind docs/lab.md's "GRPO-N against GRPO at k = 256": 24 models a seed set (GRPO and GRPO-N at 8 seeds,
+# the initial model at each seed; needs runs/lab_grpo_n_N: make lab-grpo-n-N): make lab-grpo-n-181-passk256 (seeds
+# 181-188), make lab-grpo-n-189-passk256 (seeds 189-196). Make takes this rule over lab-grpo-n-% (the shorter stem)
+LAB_GRPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods grpo,grpo_n
+lab-grpo-n-%-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_grpo_n_$* $(LAB_GRPO_N_PASSK256_ARGS) \
+		--json benchmarks/lab_grpo_n_$*_passk256.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
