@@ -43,9 +43,10 @@
 #                    benchmarks/lab_grpo_n_181_summary.json (docs/lab.md's "GRPO-N against GRPO on eight more seeds")
 #   make lab-grpo-n-189 the same x 8 seeds from 189 (docs/lab.md's "GRPO-N against GRPO on a third seed set of eight")
 #   make lab-grpo-n-181-passk256 GRPO's and GRPO-N's runs of seeds 181-188 scored again to pass@256, each on its own
-#                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models); writes
-#                    benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against GRPO at k = 256";
-#                    make lab-grpo-n-189-passk256 the same for seeds 189-196 (needs make lab-grpo-n-189)
+#                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models, 59 min on 2
+#                    cores when it ran); writes benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against
+#                    GRPO at k = 256"; make lab-grpo-n-189-passk256 the same for seeds 189-196 (needs make
+#                    lab-grpo-n-189)
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -345,7 +346,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_symmetry_passk256.json benchmarks/lab_symmetry_neg_passk256.json \
 	benchmarks/lab_symmetry_121_passk256.json benchmarks/lab_symmetry_pos_passk256.json \
 	benchmarks/lab_symmetry_neg_165_summary.json benchmarks/lab_exploration_173_summary.json \
-	benchmarks/lab_grpo_n_181_summary.json benchmarks/lab_grpo_n_189_summary.json
+	benchmarks/lab_grpo_n_181_summary.json benchmarks/lab_grpo_n_189_summary.json \
+	benchmarks/lab_grpo_n_181_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

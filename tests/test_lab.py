@@ -277,15 +277,16 @@ PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk2
                    ("lab_symmetry_passk256.json", "runs/lab_symmetry", "lab-symmetry-passk256", 3),
                    ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3),
                    ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2),
-                   ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2)]
+                   ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2),
+                   ("lab_grpo_n_181_passk256.json", "runs/lab_grpo_n_181", "lab-grpo-n-181-passk256", 2)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
 def test_committed_passk256_scores_give_the_tests_they_record(name, out, target, n_claims):
     """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs", "The negative-dominant
-    control at k = 256" and "The positive-dominant control at k = 256"): their changes and the claims' pairs are what
-    the script's tests give on the per-run figures they record, every run on its own seed's draws, whole seeds of the
-    methods their command names."""
+    control at k = 256", "The positive-dominant control at k = 256" and "GRPO-N against GRPO at k = 256"): their
+    changes and the claims' pairs are what the script's tests give on the per-run figures they record, every run on
+    its own seed's draws, whole seeds of the methods their command names."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
@@ -310,10 +311,10 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
-    """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256` and `lab-symmetry-pos-passk256` run
-    the commands their committed scores record, over the runs of the comparisons they name (`make lab-confirm`,
-    `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`), and keep no committed score (`lab-passk256` only if asked:
-    ``LAB_PASSK256_KEEP=--keep``)."""
+    """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256`, `lab-symmetry-pos-passk256` and
+    `lab-grpo-n-181-passk256` run the commands their committed scores record, over the runs of the comparisons they
+    name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`, `lab-grpo-n-181`), and keep
+    no committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
@@ -324,7 +325,8 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
         with open(os.path.join(ROOT, "benchmarks", name)) as f:
             assert shlex.split(recipe) == shlex.split(json.load(f)["command"])
         trained = {"runs/lab_confirm": "lab-confirm", "runs/lab_symmetry": "lab-symmetry",
-                   "runs/lab_symmetry_neg": "lab-symmetry-neg", "runs/lab_symmetry_121": "lab-symmetry-121"}[out]
+                   "runs/lab_symmetry_neg": "lab-symmetry-neg", "runs/lab_symmetry_121": "lab-symmetry-121",
+                   "runs/lab_grpo_n_181": "lab-grpo-n-181"}[out]
         assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
 
