@@ -42,6 +42,9 @@
 #   make lab-grpo-n-181 GRPO and GRPO-N x 8 seeds from 181 (runs/lab_grpo_n_181), two lanes; writes
 #                    benchmarks/lab_grpo_n_181_summary.json (docs/lab.md's "GRPO-N against GRPO on eight more seeds")
 #   make lab-grpo-n-189 the same x 8 seeds from 189 (docs/lab.md's "GRPO-N against GRPO on a third seed set of eight")
+#   make lab-gspo-n-197 GSPO and GSPO-N x 8 seeds from 197 (runs/lab_gspo_n_197), two lanes; writes
+#                    benchmarks/lab_gspo_n_197_summary.json (docs/lab.md's "GSPO-N against GSPO on eight seeds of
+#                    this build")
 #   make lab-grpo-n-181-passk256 GRPO's and GRPO-N's runs of seeds 181-188 scored again to pass@256, each on its own
 #                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models, 59 min on 2
 #                    cores when it ran); writes benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against
@@ -239,6 +242,12 @@ lab-exploration-%: $(STAMP)
 LAB_GRPO_N_ARGS ?= --methods grpo,grpo_n --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-grpo-n-%: $(STAMP)
 	$(call lab_comparison,$(LAB_GRPO_N_ARGS),lab_grpo_n_$*)
+
+# GSPO and GSPO-N on 8 seeds of the build of seeds 93-196: make lab-gspo-n-197 (seeds 197-204), 004's two claims for
+# GSPO-N tested on this build for the first time (docs/lab.md, "GSPO-N against GSPO on eight seeds of this build")
+LAB_GSPO_N_ARGS ?= --methods gspo,gspo_n --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-gspo-n-%: $(STAMP)
+	$(call lab_comparison,$(LAB_GSPO_N_ARGS),lab_gspo_n_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
