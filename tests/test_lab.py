@@ -278,7 +278,8 @@ PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk2
                    ("lab_symmetry_neg_passk256.json", "runs/lab_symmetry_neg", "lab-symmetry-passk256", 3),
                    ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2),
                    ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2),
-                   ("lab_grpo_n_181_passk256.json", "runs/lab_grpo_n_181", "lab-grpo-n-181-passk256", 2)]
+                   ("lab_grpo_n_181_passk256.json", "runs/lab_grpo_n_181", "lab-grpo-n-181-passk256", 2),
+                   ("lab_grpo_n_189_passk256.json", "runs/lab_grpo_n_189", "lab-grpo-n-189-passk256", 2)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
@@ -311,10 +312,11 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
-    """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256`, `lab-symmetry-pos-passk256` and
-    `lab-grpo-n-181-passk256` run the commands their committed scores record, over the runs of the comparisons they
-    name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`, `lab-grpo-n-181`), and keep
-    no committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
+    """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256`, `lab-symmetry-pos-passk256`,
+    `lab-grpo-n-181-passk256` and `lab-grpo-n-189-passk256` run the commands their committed scores record, over the
+    runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`,
+    `lab-grpo-n-181`, `lab-grpo-n-189`), and keep no committed score (`lab-passk256` only if asked:
+    ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
@@ -324,9 +326,8 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
     for recipe, (name, out) in zip(recipes, scores):
         with open(os.path.join(ROOT, "benchmarks", name)) as f:
             assert shlex.split(recipe) == shlex.split(json.load(f)["command"])
-        trained = {"runs/lab_confirm": "lab-confirm", "runs/lab_symmetry": "lab-symmetry",
-                   "runs/lab_symmetry_neg": "lab-symmetry-neg", "runs/lab_symmetry_121": "lab-symmetry-121",
-                   "runs/lab_grpo_n_181": "lab-grpo-n-181"}[out]
+        # the comparison that trains runs/lab_x_y is make lab-x-y
+        trained = out.removeprefix("runs/").replace("_", "-")
         assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
 
