@@ -45,6 +45,8 @@
 #   make lab-gspo-n-197 GSPO and GSPO-N x 8 seeds from 197 (runs/lab_gspo_n_197), two lanes; writes
 #                    benchmarks/lab_gspo_n_197_summary.json (docs/lab.md's "GSPO-N against GSPO on eight seeds of
 #                    this build")
+#   make lab-gspo-n-197-passk256 GSPO's and GSPO-N's runs of seeds 197-204 scored again to pass@256, the same way
+#                    (needs make lab-gspo-n-197); writes benchmarks/lab_gspo_n_197_passk256.json
 #   make lab-grpo-n-181-passk256 GRPO's and GRPO-N's runs of seeds 181-188 scored again to pass@256, each on its own
 #                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models, 59 min on 2
 #                    cores when it ran); writes benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against
@@ -331,6 +333,13 @@ LAB_GRPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods grpo,grpo_n
 lab-grpo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_grpo_n_$* $(LAB_GRPO_N_PASSK256_ARGS) \
 		--json benchmarks/lab_grpo_n_$*_passk256.json
+
+# GSPO's and GSPO-N's runs scored the same way: make lab-gspo-n-197-passk256 (seeds 197-204; needs make
+# lab-gspo-n-197; docs/lab.md "GSPO-N against GSPO at k = 256")
+LAB_GSPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods gspo,gspo_n
+lab-gspo-n-%-passk256: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_gspo_n_$* $(LAB_GSPO_N_PASSK256_ARGS) \
+		--json benchmarks/lab_gspo_n_$*_passk256.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
