@@ -279,15 +279,16 @@ PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk2
                    ("lab_symmetry_121_passk256.json", "runs/lab_symmetry_121", "lab-symmetry-121-passk256", 2),
                    ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2),
                    ("lab_grpo_n_181_passk256.json", "runs/lab_grpo_n_181", "lab-grpo-n-181-passk256", 2),
-                   ("lab_grpo_n_189_passk256.json", "runs/lab_grpo_n_189", "lab-grpo-n-189-passk256", 2)]
+                   ("lab_grpo_n_189_passk256.json", "runs/lab_grpo_n_189", "lab-grpo-n-189-passk256", 2),
+                   ("lab_gspo_n_197_passk256.json", "runs/lab_gspo_n_197", "lab-gspo-n-197-passk256", 1)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
 def test_committed_passk256_scores_give_the_tests_they_record(name, out, target, n_claims):
     """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs", "The negative-dominant
-    control at k = 256", "The positive-dominant control at k = 256" and "GRPO-N against GRPO at k = 256"): their
-    changes and the claims' pairs are what the script's tests give on the per-run figures they record, every run on
-    its own seed's draws, whole seeds of the methods their command names."""
+    control at k = 256", "The positive-dominant control at k = 256", "GRPO-N against GRPO at k = 256" and "GSPO-N
+    against GSPO at k = 256"): their changes and the claims' pairs are what the script's tests give on the per-run
+    figures they record, every run on its own seed's draws, whole seeds of the methods their command names."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
@@ -298,25 +299,25 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
     assert args.by_seed and args.held_out and args.samples == 256 and args.out == out
     assert list(record["runs"]) == args.methods.split(",")
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
-    assert all(s == seeds["grpo"] for s in seeds.values()) and sorted(record["warm_start"], key=int) == [
-        str(s) for s in seeds["grpo"]]
+    first = seeds[args.methods.split(",")[0]]
+    assert all(s == first for s in seeds.values()) and sorted(record["warm_start"], key=int) == [str(s) for s in first]
     start = {int(s): f for s, f in record["warm_start"].items()}
     table, pairs = summarise(record["runs"], start, by_seed=True)
     assert json.loads(json.dumps(table)) == record["by_method"]
     assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
     # its claims, which the verdicts table reads, are what the same figures give
     assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
-    assert record["setup"]["seed_list"] == seeds["grpo"] and record["setup"]["methods"] == list(record["runs"])
+    assert record["setup"]["seed_list"] == first and record["setup"]["methods"] == list(record["runs"])
     assert _check_kept_figures(name, record) == n_claims
 
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
     """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256`, `lab-symmetry-pos-passk256`,
-    `lab-grpo-n-181-passk256` and `lab-grpo-n-189-passk256` run the commands their committed scores record, over the
-    runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`,
-    `lab-grpo-n-181`, `lab-grpo-n-189`), and keep no committed score (`lab-passk256` only if asked:
-    ``LAB_PASSK256_KEEP=--keep``)."""
+    `lab-grpo-n-181-passk256`, `lab-grpo-n-189-passk256` and `lab-gspo-n-197-passk256` run the commands their
+    committed scores record, over the runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`,
+    `lab-symmetry-neg`, `lab-symmetry-121`, `lab-grpo-n-181`, `lab-grpo-n-189`, `lab-gspo-n-197`), and keep no
+    committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
