@@ -188,7 +188,7 @@ LAB_ARGS ?= --seeds 5 --steps 50 --passk-samples 64
 LAB_JOBS ?= 2
 lab: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.compare --task countdown --methods $(LAB_METHODS) $(LAB_ARGS) --jobs $(LAB_JOBS) \
-		--out runs/lab
+		--out runs/lab --check-publish docs/lab.md
 	$(PY) -m rlvr_recipes.launch.replay --publish benchmarks/lab_compare_summary.json runs/lab/summary.json \
 		--report-into docs/lab.md
 

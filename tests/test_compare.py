@@ -599,6 +599,11 @@ def test_publish_needs_the_markers_and_is_checked_before_any_run(tmp_path, capsy
                  "--publish", str(doc)]) == 2
     assert "lab.md: needs the line" in capsys.readouterr().err
     assert not (tmp_path / "cmp").exists()
+    # as it does for a doc that a later step publishes into (make lab), which it only checks
+    assert main(["--methods", "grpo", "--seeds", "1", "--steps", "1", "--out", str(tmp_path / "cmp"),
+                 "--check-publish", str(doc)]) == 2
+    assert "lab.md: needs the line" in capsys.readouterr().err
+    assert not (tmp_path / "cmp").exists()
 
 
 def test_each_method_of_the_lab_gets_its_own_colour():

@@ -33,8 +33,9 @@ Writes ``<out>/report.md`` (plots first, then the tables and the claims), ``curv
 claim in ``summary.json`` keeps the per-seed figures its verdict was taken on, and for a paired test the difference by
 seed (:func:`claims`), so a verdict can be checked, or a seed looked at, from the summary alone.
 ``--publish DOC`` then copies the report into a document between its two marker lines (:func:`publish_report`; ``make
-lab`` does it through ``launch.replay --publish --report-into``, only where the runs are the committed experiment's),
-so the committed report is what the command wrote.
+lab`` does it through ``launch.replay --publish --report-into``, only where the runs are the committed experiment's,
+and checks the document's markers before the runs with ``--check-publish DOC``), so the committed report is what the
+command wrote.
 """
 
 from __future__ import annotations
@@ -1318,6 +1319,9 @@ def _main(argv: list[str]) -> int:
                         help="train nothing: write the report from the runs finished so far")
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="copy the report into DOC between its report markers, figures to img/<out name>/ beside it")
+    parser.add_argument("--check-publish", metavar="DOC", default=None,
+                        help="check before any run that DOC holds the report markers, and write nothing into it: for "
+                             "a report that a later step publishes (make lab: launch.replay --report-into)")
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     methods = [m for m in args.methods.split(",") if m]
@@ -1338,8 +1342,8 @@ def _main(argv: list[str]) -> int:
         estimators, _ = registered()
         for m in methods:
             method_overrides(m, estimators)
-        if args.publish:
-            publish_target(args.publish)  # before hours of runs, not after
+        for doc in filter(None, (args.publish, args.check_publish)):
+            publish_target(doc)  # before hours of runs, not after
         compare(methods, args.seeds, args.steps, args.out, extra, args.passk_samples, args.tiny_dir, args.task,
                 report_only=args.report_only, first_seed=args.first_seed, jobs=args.jobs)
         if args.publish:
