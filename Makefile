@@ -366,14 +366,16 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_symmetry_neg_165_summary.json benchmarks/lab_exploration_173_summary.json \
 	benchmarks/lab_grpo_n_181_summary.json benchmarks/lab_grpo_n_189_summary.json \
 	benchmarks/lab_grpo_n_181_passk256.json benchmarks/lab_grpo_n_189_passk256.json \
-	benchmarks/lab_gspo_n_197_summary.json benchmarks/lab_gspo_n_197_passk256.json
+	benchmarks/lab_gspo_n_197_summary.json benchmarks/lab_gspo_n_197_passk256.json \
+	benchmarks/lab_gspo_n_205_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
 # negative-dominant control on 165-172 name 117-120 with 161-172, for the control's claims only, those of A-GRAE on
 # 173-180 name 113-116 with 173-180, for A-GRAE's claims only, those of GRPO-N on 181-188 name 113-116 with 181-188, and
 # those on 189-196 name 113-116 and 181-188 with 189-196, for GRPO-N's claims only, and those of GRPO-N at k = 256
-# name the rescorings of 181-188 and 189-196, both claims, planned before either was scored); the summaries before '+'
+# name the rescorings of 181-188 and 189-196, both claims, planned before either was scored, and those of GSPO-N on
+# 205-212 name 197-204 with 205-212, for GSPO-N's claims only); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -387,7 +389,8 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_exploration_summary.json+benchmarks/lab_grpo_n_181_summary.json:grpo_n \
 	benchmarks/lab_exploration_summary.json,benchmarks/lab_grpo_n_181_summary.json+$\
 	benchmarks/lab_grpo_n_189_summary.json:grpo_n \
-	benchmarks/lab_grpo_n_181_passk256.json,benchmarks/lab_grpo_n_189_passk256.json
+	benchmarks/lab_grpo_n_181_passk256.json,benchmarks/lab_grpo_n_189_passk256.json \
+	benchmarks/lab_gspo_n_197_summary.json+benchmarks/lab_gspo_n_205_summary.json:gspo_n
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json
