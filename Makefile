@@ -46,7 +46,9 @@
 #                    benchmarks/lab_gspo_n_197_summary.json (docs/lab.md's "GSPO-N against GSPO on eight seeds of
 #                    this build")
 #   make lab-gspo-n-197-passk256 GSPO's and GSPO-N's runs of seeds 197-204 scored again to pass@256, the same way
-#                    (needs make lab-gspo-n-197); writes benchmarks/lab_gspo_n_197_passk256.json
+#                    (needs make lab-gspo-n-197); writes benchmarks/lab_gspo_n_197_passk256.json; make
+#                    lab-gspo-n-205-passk256 PASSK256_SEEDS=205-210 the same for the seeds of 205-212 scored by its
+#                    cut-off (needs make lab-gspo-n-205)
 #   make lab-grpo-n-181-passk256 GRPO's and GRPO-N's runs of seeds 181-188 scored again to pass@256, each on its own
 #                    seed's draws, tested seed by seed (needs the runs of make lab-grpo-n-181; 24 models, 59 min on 2
 #                    cores when it ran); writes benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against
@@ -300,6 +302,9 @@ lab-final-entropy: $(STAMP)
 # a rescoring to pass@256 of a comparison's runs: the build's held-out prompts, 256 samples each, every run on its own
 # seed's draws and the initial model on every seed's, tested seed by seed (benchmarks/lab_fresh_prompts.py)
 PASSK256_BY_SEED = --held-out --samples 256 --by-seed
+# the pair rules below (lab-grpo-n-%-passk256, lab-gspo-n-%-passk256) score only these seeds' runs when it is set
+# (lab_fresh_prompts.py --seeds; e.g. 205-210)
+PASSK256_SEEDS ?=
 
 # the runs behind docs/lab.md's "The negative-dominant control at k = 256": 24 models (GRPO and the control at
 # seeds 117-120 and 161-164, the initial model at each seed); not --keep, as lab-passk256
@@ -332,14 +337,15 @@ lab-symmetry-pos-passk256: $(STAMP)
 LAB_GRPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods grpo,grpo_n
 lab-grpo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_grpo_n_$* $(LAB_GRPO_N_PASSK256_ARGS) \
-		--json benchmarks/lab_grpo_n_$*_passk256.json
+		--json benchmarks/lab_grpo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seeds $(PASSK256_SEEDS))
 
 # GSPO's and GSPO-N's runs scored the same way: make lab-gspo-n-197-passk256 (seeds 197-204; needs make
-# lab-gspo-n-197; docs/lab.md "GSPO-N against GSPO at k = 256")
+# lab-gspo-n-197; docs/lab.md "GSPO-N against GSPO at k = 256"), make lab-gspo-n-205-passk256 PASSK256_SEEDS=205-210
+# (205-212, stopped at its cut-off: the seeds scored for both methods by then)
 LAB_GSPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods gspo,gspo_n
 lab-gspo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_gspo_n_$* $(LAB_GSPO_N_PASSK256_ARGS) \
-		--json benchmarks/lab_gspo_n_$*_passk256.json
+		--json benchmarks/lab_gspo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seeds $(PASSK256_SEEDS))
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
@@ -367,15 +373,16 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_grpo_n_181_summary.json benchmarks/lab_grpo_n_189_summary.json \
 	benchmarks/lab_grpo_n_181_passk256.json benchmarks/lab_grpo_n_189_passk256.json \
 	benchmarks/lab_gspo_n_197_summary.json benchmarks/lab_gspo_n_197_passk256.json \
-	benchmarks/lab_gspo_n_205_summary.json
+	benchmarks/lab_gspo_n_205_summary.json benchmarks/lab_gspo_n_205_passk256.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
 # negative-dominant control on 165-172 name 117-120 with 161-172, for the control's claims only, those of A-GRAE on
 # 173-180 name 113-116 with 173-180, for A-GRAE's claims only, those of GRPO-N on 181-188 name 113-116 with 181-188, and
 # those on 189-196 name 113-116 and 181-188 with 189-196, for GRPO-N's claims only, and those of GRPO-N at k = 256
-# name the rescorings of 181-188 and 189-196, both claims, planned before either was scored, and those of GSPO-N on
-# 205-212 name 197-204 with 205-212, for GSPO-N's claims only); the summaries before '+'
+# name the rescorings of 181-188 and 189-196, both claims, planned before either was scored, those of GSPO-N on
+# 205-212 name 197-204 with 205-212, for GSPO-N's claims only, and those of GSPO-N at k = 256 on 205-212 name the
+# rescoring of 197-204 with it); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -390,7 +397,8 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_exploration_summary.json,benchmarks/lab_grpo_n_181_summary.json+$\
 	benchmarks/lab_grpo_n_189_summary.json:grpo_n \
 	benchmarks/lab_grpo_n_181_passk256.json,benchmarks/lab_grpo_n_189_passk256.json \
-	benchmarks/lab_gspo_n_197_summary.json+benchmarks/lab_gspo_n_205_summary.json:gspo_n
+	benchmarks/lab_gspo_n_197_summary.json+benchmarks/lab_gspo_n_205_summary.json:gspo_n \
+	benchmarks/lab_gspo_n_197_passk256.json+benchmarks/lab_gspo_n_205_passk256.json
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

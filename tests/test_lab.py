@@ -255,6 +255,20 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     monkeypatch.setattr("sys.argv", [*argv, "--keep"])
     assert fresh.main() == 0 and scored == []
     assert json.loads(out.read_text()) == record
+    # a command stopped at a cut-off, recorded on the seeds it had scored (--seeds, kept): nothing scored, whole seeds
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps({**record, "runs": {m: rs[:2] for m, rs in record["runs"].items()}}))
+    monkeypatch.setattr("sys.argv", [*argv[:-1], str(cut), "--seeds", "1-2", "--keep"])
+    assert fresh.main() == 0 and scored == []
+    at_cut = json.loads(cut.read_text())
+    assert at_cut["command"].endswith(f"--json {cut} --seeds 1-2") and sorted(at_cut["warm_start"]) == ["1", "2"]
+    assert at_cut["setup"]["seed_list"] == [1, 2] and at_cut["runs"] == {m: rs[:2] for m, rs in record["runs"].items()}
+    (pair,) = [p for p in at_cut["claim_pairs"] if p["method"] == "grpo_n" and p["figure"] == "pass@max"]
+    assert pair["seeds"] == 2 and pair["d"] == pytest.approx(-0.03)  # differences -0.02, -0.04
+    # seeds with no finished run are named, by method
+    monkeypatch.setattr("sys.argv", [*argv, "--seeds", "2,4-5"])
+    assert fresh.main() == 2
+    assert "--seeds 4,5: no finished run of grpo in" in capsys.readouterr().err
     # a method with no finished run is named
     monkeypatch.setattr("sys.argv", [*argv[:-4], "--methods", "grpo,cw_grpo"])
     assert fresh.main() == 2
@@ -282,15 +296,17 @@ PASSK256_SCORES = [("lab_confirm_passk256.json", "runs/lab_confirm", "lab-passk2
                    ("lab_symmetry_pos_passk256.json", "runs/lab_symmetry", "lab-symmetry-pos-passk256", 2),
                    ("lab_grpo_n_181_passk256.json", "runs/lab_grpo_n_181", "lab-grpo-n-181-passk256", 2),
                    ("lab_grpo_n_189_passk256.json", "runs/lab_grpo_n_189", "lab-grpo-n-189-passk256", 2),
-                   ("lab_gspo_n_197_passk256.json", "runs/lab_gspo_n_197", "lab-gspo-n-197-passk256", 1)]
+                   ("lab_gspo_n_197_passk256.json", "runs/lab_gspo_n_197", "lab-gspo-n-197-passk256", 1),
+                   ("lab_gspo_n_205_passk256.json", "runs/lab_gspo_n_205", "lab-gspo-n-205-passk256", 1)]
 
 
 @pytest.mark.parametrize("name, out, target, n_claims", PASSK256_SCORES)
 def test_committed_passk256_scores_give_the_tests_they_record(name, out, target, n_claims):
     """The committed rescorings to pass@256 (docs/lab.md, "pass@256 of the 50-57 runs", "The negative-dominant
-    control at k = 256", "The positive-dominant control at k = 256", "GRPO-N against GRPO at k = 256" and "GSPO-N
-    against GSPO at k = 256"): their changes and the claims' pairs are what the script's tests give on the per-run
-    figures they record, every run on its own seed's draws, whole seeds of the methods their command names."""
+    control at k = 256", "The positive-dominant control at k = 256", "GRPO-N against GRPO at k = 256", "GSPO-N
+    against GSPO at k = 256" and "The second set at k = 256, and the two sets pooled"): their changes and the claims'
+    pairs are what the script's tests give on the per-run figures they record, every run on its own seed's draws,
+    whole seeds of the methods their command names."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
@@ -303,6 +319,7 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
     first = seeds[args.methods.split(",")[0]]
     assert all(s == first for s in seeds.values()) and sorted(record["warm_start"], key=int) == [str(s) for s in first]
+    assert args.seeds in (None, first)  # --seeds: the seeds scored by a cut-off, each scored for every method
     start = {int(s): f for s, f in record["warm_start"].items()}
     table, pairs = summarise(record["runs"], start, by_seed=True)
     assert json.loads(json.dumps(table)) == record["by_method"]
@@ -316,19 +333,27 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
 def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target):
     """`make lab-passk256`, `lab-symmetry-passk256`, `lab-symmetry-121-passk256`, `lab-symmetry-pos-passk256`,
-    `lab-grpo-n-181-passk256`, `lab-grpo-n-189-passk256` and `lab-gspo-n-197-passk256` run the commands their
-    committed scores record, over the runs of the comparisons they name (`make lab-confirm`, `lab-symmetry`,
-    `lab-symmetry-neg`, `lab-symmetry-121`, `lab-grpo-n-181`, `lab-grpo-n-189`, `lab-gspo-n-197`), and keep no
-    committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
+    `lab-grpo-n-181-passk256`, `lab-grpo-n-189-passk256`, `lab-gspo-n-197-passk256` and `lab-gspo-n-205-passk256`
+    run the commands their committed scores record, over the runs of the comparisons they name (`make lab-confirm`,
+    `lab-symmetry`, `lab-symmetry-neg`, `lab-symmetry-121`, `lab-grpo-n-181`, `lab-grpo-n-189`, `lab-gspo-n-197`,
+    `lab-gspo-n-205`), a score recorded on the seeds scored by a cut-off with ``PASSK256_SEEDS`` as docs/lab.md gives
+    it, and keep no committed score (`lab-passk256` only if asked: ``LAB_PASSK256_KEEP=--keep``)."""
     import re
     import shlex
 
     makefile, recipes = _make_recipe(target)
     scores = [(name, out) for name, out, t, _ in PASSK256_SCORES if t == target]
     assert len(recipes) == len(scores)
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        doc = f.read()
     for recipe, (name, out) in zip(recipes, scores):
         with open(os.path.join(ROOT, "benchmarks", name)) as f:
-            assert shlex.split(recipe) == shlex.split(json.load(f)["command"])
+            command = shlex.split(json.load(f)["command"])
+        if "--seeds" in command:  # stopped at its cut-off and recorded on the seeds scored by then: the docs say so
+            seeds = command[command.index("--seeds") + 1]
+            (recipe,) = _make_recipe(target, given={"PASSK256_SEEDS": seeds})[1]
+            assert f"make {target} PASSK256_SEEDS={seeds}" in " ".join(doc.split())
+        assert shlex.split(recipe) == command
         # the comparison that trains runs/lab_x_y is make lab-x-y
         trained = out.removeprefix("runs/").replace("_", "-")
         assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
