@@ -190,6 +190,27 @@ def _fake_countdown_runs(root, pass_max: dict) -> None:
         (run / "done.json").write_text(json.dumps({"settings": {"steps": 50}}))
 
 
+@pytest.mark.parametrize("text, seeds", [("205-210", [205, 206, 207, 208, 209, 210]), ("3", [3]),
+                                         ("7,5-6, 7", [7, 5, 6]), ("4-4", [4])])
+def test_seeds_option_reads_seeds_and_ranges(text, seeds):
+    """--seeds: comma-separated seeds and ranges A-B, both ends in, each seed once, in the order given."""
+    from benchmarks.lab_fresh_prompts import build_parser
+
+    assert build_parser().parse_args(["--seeds", text]).seeds == seeds
+
+
+@pytest.mark.parametrize("text, message", [("210-205", "'210-205': the range runs backwards"),
+                                           ("5-", "'5-' is not a seed"), ("a", "'a' is not a seed"),
+                                           ("1,,2", "'' is not a seed"), ("-3", "'-3' is not a seed")])
+def test_seeds_option_names_what_it_cannot_read(text, message, capsys):
+    """--seeds: a part that is neither a seed nor a range, or a range that runs backwards, is named (exit 2)."""
+    from benchmarks.lab_fresh_prompts import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--seeds", text])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_seed(tmp_path, monkeypatch, capsys):
     """--by-seed: each run and the warm start at every seed on that seed's draws; changes and the claim's pair by the
     paired t-test, figures worked out by hand (df = 2: p = 1 - t / sqrt(t^2 + 2), t_0.975 = 4.3027)."""
