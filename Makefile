@@ -373,7 +373,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_grpo_n_181_summary.json benchmarks/lab_grpo_n_189_summary.json \
 	benchmarks/lab_grpo_n_181_passk256.json benchmarks/lab_grpo_n_189_passk256.json \
 	benchmarks/lab_gspo_n_197_summary.json benchmarks/lab_gspo_n_197_passk256.json \
-	benchmarks/lab_gspo_n_205_summary.json benchmarks/lab_gspo_n_205_passk256.json
+	benchmarks/lab_gspo_n_205_summary.json benchmarks/lab_gspo_n_205_passk256.json \
+	benchmarks/lab_group_size_213_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -381,8 +382,9 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # 173-180 name 113-116 with 173-180, for A-GRAE's claims only, those of GRPO-N on 181-188 name 113-116 with 181-188, and
 # those on 189-196 name 113-116 and 181-188 with 189-196, for GRPO-N's claims only, and those of GRPO-N at k = 256
 # name the rescorings of 181-188 and 189-196, both claims, planned before either was scored, those of GSPO-N on
-# 205-212 name 197-204 with 205-212, for GSPO-N's claims only, and those of GSPO-N at k = 256 on 205-212 name the
-# rescoring of 197-204 with it); the summaries before '+'
+# 205-212 name 197-204 with 205-212, for GSPO-N's claims only, those of GSPO-N at k = 256 on 205-212 name the
+# rescoring of 197-204 with it, and those of GRPO at G = 8 against G = 4 on 213-220 name 93-104 with 213-220, for
+# GRPO's claims at G = 8 only); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -398,7 +400,9 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_grpo_n_189_summary.json:grpo_n \
 	benchmarks/lab_grpo_n_181_passk256.json,benchmarks/lab_grpo_n_189_passk256.json \
 	benchmarks/lab_gspo_n_197_summary.json+benchmarks/lab_gspo_n_205_summary.json:gspo_n \
-	benchmarks/lab_gspo_n_197_passk256.json+benchmarks/lab_gspo_n_205_passk256.json
+	benchmarks/lab_gspo_n_197_passk256.json+benchmarks/lab_gspo_n_205_passk256.json \
+	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
+	benchmarks/lab_group_size_99_summary.json+benchmarks/lab_group_size_213_summary.json:grpo
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json
