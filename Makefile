@@ -303,7 +303,7 @@ lab-final-entropy: $(STAMP)
 # seed's draws and the initial model on every seed's, tested seed by seed (benchmarks/lab_fresh_prompts.py)
 PASSK256_BY_SEED = --held-out --samples 256 --by-seed
 # the pair rules below (lab-grpo-n-%-passk256, lab-gspo-n-%-passk256) score only these seeds' runs when it is set
-# (lab_fresh_prompts.py --seeds; e.g. 205-210)
+# (lab_fresh_prompts.py --seed-list; e.g. 205-210)
 PASSK256_SEEDS ?=
 
 # the runs behind docs/lab.md's "The negative-dominant control at k = 256": 24 models (GRPO and the control at
@@ -337,7 +337,7 @@ lab-symmetry-pos-passk256: $(STAMP)
 LAB_GRPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods grpo,grpo_n
 lab-grpo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_grpo_n_$* $(LAB_GRPO_N_PASSK256_ARGS) \
-		--json benchmarks/lab_grpo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seeds $(PASSK256_SEEDS))
+		--json benchmarks/lab_grpo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seed-list $(PASSK256_SEEDS))
 
 # GSPO's and GSPO-N's runs scored the same way: make lab-gspo-n-197-passk256 (seeds 197-204; needs make
 # lab-gspo-n-197; docs/lab.md "GSPO-N against GSPO at k = 256"), make lab-gspo-n-205-passk256 PASSK256_SEEDS=205-210
@@ -345,7 +345,7 @@ lab-grpo-n-%-passk256: $(STAMP)
 LAB_GSPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods gspo,gspo_n
 lab-gspo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_gspo_n_$* $(LAB_GSPO_N_PASSK256_ARGS) \
-		--json benchmarks/lab_gspo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seeds $(PASSK256_SEEDS))
+		--json benchmarks/lab_gspo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seed-list $(PASSK256_SEEDS))
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the

@@ -23,8 +23,9 @@ With ``--by-seed`` each run is scored on its own seed's keyed draws and the warm
 start and each claim's pair are then tested seed by seed (the paired t-test, :func:`~rlvr_recipes.launch.compare.
 paired_change`) rather than by Welch's test, and ``--json`` also holds the claims they test in ``launch.compare``'s
 summary form (:func:`claims`), which ``launch.verdicts`` reads beside the comparisons' summaries. ``--methods``
-scores only the runs of the methods named, ``--seeds`` only those of the seeds named: with ``--keep``, the record of a
-command stopped at a cut-off, on the seeds it had scored for every method by then, takes no new scoring.
+scores only the runs of the methods named, ``--seed-list`` only those of the seeds named (a list, not a count as
+``launch.compare``'s ``--seeds``): with ``--keep``, the record of a command stopped at a cut-off, on the seeds it had
+scored for every method by then, takes no new scoring.
 
     python benchmarks/lab_fresh_prompts.py --out runs/lab_confirm --held-out --samples 256 --by-seed \
         --methods grpo,grpo_n,agrae,cw_grpo --json benchmarks/lab_confirm_passk256.json   # 105 min on 2 cores
@@ -85,13 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="score each run on its own seed's draws and the warm start on every seed's, and test "
                              "seed by seed (paired t-test)")
     parser.add_argument("--methods", default=None, help="score only these methods' runs (comma-separated)")
-    parser.add_argument("--seeds", default=None, type=seed_list,
-                        help="score only these seeds' runs (comma-separated; A-B for A to B), e.g. 205-210")
+    parser.add_argument("--seed-list", default=None, type=seed_list,
+                        help="score only these seeds' runs (comma-separated; A-B for A to B), e.g. 205-210 (a "
+                             "list, not a count as launch.compare's --seeds)")
     return parser
 
 
 def seed_list(text: str) -> list[int]:
-    """``--seeds``: comma-separated seeds, each a number or a range ``A-B`` (both ends in it), e.g. ``205-210,212``.
+    """``--seed-list``: comma-separated seeds, each a number or a range ``A-B`` (both ends in it), e.g. ``205-210,212``.
 
     Raises:
         argparse.ArgumentTypeError: a part that is neither, or a range that runs backwards (named).
@@ -222,14 +224,15 @@ def main() -> int:
                   f"{', '.join(runs) or 'none'})", file=sys.stderr)
             return 2
         runs = {m: runs[m] for m in wanted}
-    if args.seeds:
-        missing = {m: [s for s in args.seeds if s not in {spec.seed for spec in specs}] for m, specs in runs.items()}
+    if args.seed_list:
+        finished = {m: {spec.seed for spec in specs} for m, specs in runs.items()}
+        missing = {m: [s for s in args.seed_list if s not in seeds] for m, seeds in finished.items()}
         missing = {m: seeds for m, seeds in missing.items() if seeds}
         if missing:
-            print("error: --seeds " + "; ".join(f"{','.join(map(str, seeds))}: no finished run of {m} in {args.out}"
+            print("error: --seed-list " + "; ".join(f"{','.join(map(str, seeds))}: no finished run of {m} in {args.out}"
                                                 for m, seeds in missing.items()), file=sys.stderr)
             return 2
-        runs = {m: [spec for spec in specs if spec.seed in args.seeds] for m, specs in runs.items()}
+        runs = {m: [spec for spec in specs if spec.seed in args.seed_list] for m, specs in runs.items()}
     try:
         kept = kept_scores(args.json, args) if args.keep else {}
     except ValueError as exc:

@@ -193,21 +193,21 @@ def _fake_countdown_runs(root, pass_max: dict) -> None:
 @pytest.mark.parametrize("text, seeds", [("205-210", [205, 206, 207, 208, 209, 210]), ("3", [3]),
                                          ("7,5-6, 7", [7, 5, 6]), ("4-4", [4])])
 def test_seeds_option_reads_seeds_and_ranges(text, seeds):
-    """--seeds: comma-separated seeds and ranges A-B, both ends in, each seed once, in the order given."""
+    """--seed-list: comma-separated seeds and ranges A-B, both ends in, each seed once, in the order given."""
     from benchmarks.lab_fresh_prompts import build_parser
 
-    assert build_parser().parse_args(["--seeds", text]).seeds == seeds
+    assert build_parser().parse_args(["--seed-list", text]).seed_list == seeds
 
 
 @pytest.mark.parametrize("text, message", [("210-205", "'210-205': the range runs backwards"),
                                            ("5-", "'5-' is not a seed"), ("a", "'a' is not a seed"),
                                            ("1,,2", "'' is not a seed"), ("-3", "'-3' is not a seed")])
 def test_seeds_option_names_what_it_cannot_read(text, message, capsys):
-    """--seeds: a part that is neither a seed nor a range, or a range that runs backwards, is named (exit 2)."""
+    """--seed-list: a part that is neither a seed nor a range, or a range that runs backwards, is named (exit 2)."""
     from benchmarks.lab_fresh_prompts import build_parser
 
     with pytest.raises(SystemExit) as exc:
-        build_parser().parse_args(["--seeds", text])
+        build_parser().parse_args(["--seed-list", text])
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
@@ -276,20 +276,21 @@ def test_fresh_prompts_by_seed_scores_each_run_on_its_seed_and_tests_seed_by_see
     monkeypatch.setattr("sys.argv", [*argv, "--keep"])
     assert fresh.main() == 0 and scored == []
     assert json.loads(out.read_text()) == record
-    # a command stopped at a cut-off, recorded on the seeds it had scored (--seeds, kept): nothing scored, whole seeds
+    # a command stopped at a cut-off, recorded on the seeds it had scored (--seed-list, kept): nothing scored,
+    # whole seeds
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps({**record, "runs": {m: rs[:2] for m, rs in record["runs"].items()}}))
-    monkeypatch.setattr("sys.argv", [*argv[:-1], str(cut), "--seeds", "1-2", "--keep"])
+    monkeypatch.setattr("sys.argv", [*argv[:-1], str(cut), "--seed-list", "1-2", "--keep"])
     assert fresh.main() == 0 and scored == []
     at_cut = json.loads(cut.read_text())
-    assert at_cut["command"].endswith(f"--json {cut} --seeds 1-2") and sorted(at_cut["warm_start"]) == ["1", "2"]
+    assert at_cut["command"].endswith(f"--json {cut} --seed-list 1-2") and sorted(at_cut["warm_start"]) == ["1", "2"]
     assert at_cut["setup"]["seed_list"] == [1, 2] and at_cut["runs"] == {m: rs[:2] for m, rs in record["runs"].items()}
     (pair,) = [p for p in at_cut["claim_pairs"] if p["method"] == "grpo_n" and p["figure"] == "pass@max"]
     assert pair["seeds"] == 2 and pair["d"] == pytest.approx(-0.03)  # differences -0.02, -0.04
     # seeds with no finished run are named, by method
-    monkeypatch.setattr("sys.argv", [*argv, "--seeds", "2,4-5"])
+    monkeypatch.setattr("sys.argv", [*argv, "--seed-list", "2,4-5"])
     assert fresh.main() == 2
-    assert "--seeds 4,5: no finished run of grpo in" in capsys.readouterr().err
+    assert "--seed-list 4,5: no finished run of grpo in" in capsys.readouterr().err
     # a method with no finished run is named
     monkeypatch.setattr("sys.argv", [*argv[:-4], "--methods", "grpo,cw_grpo"])
     assert fresh.main() == 2
@@ -340,7 +341,7 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
     first = seeds[args.methods.split(",")[0]]
     assert all(s == first for s in seeds.values()) and sorted(record["warm_start"], key=int) == [str(s) for s in first]
-    assert args.seeds in (None, first)  # --seeds: the seeds scored by a cut-off, each scored for every method
+    assert args.seed_list in (None, first)  # --seed-list: the seeds scored by a cut-off, each scored for every method
     start = {int(s): f for s, f in record["warm_start"].items()}
     table, pairs = summarise(record["runs"], start, by_seed=True)
     assert json.loads(json.dumps(table)) == record["by_method"]
@@ -370,8 +371,8 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
     for recipe, (name, out) in zip(recipes, scores):
         with open(os.path.join(ROOT, "benchmarks", name)) as f:
             command = shlex.split(json.load(f)["command"])
-        if "--seeds" in command:  # stopped at its cut-off and recorded on the seeds scored by then: the docs say so
-            seeds = command[command.index("--seeds") + 1]
+        if "--seed-list" in command:  # stopped at its cut-off and recorded on the seeds scored by then: the docs say so
+            seeds = command[command.index("--seed-list") + 1]
             (recipe,) = _make_recipe(target, given={"PASSK256_SEEDS": seeds})[1]
             assert f"make {target} PASSK256_SEEDS={seeds}" in " ".join(doc.split())
         assert shlex.split(recipe) == command
