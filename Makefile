@@ -86,7 +86,10 @@
 #                    accuracy against the group size, each G trained at its own"
 #   make lab-group-size-93 the same on seeds 93-95 (runs/lab_group_size_93); writes
 #                    benchmarks/lab_group_size_93_summary.json, docs/lab.md's "The same comparison on seeds 93-95";
-#                    make lab-group-size-96 on seeds 96-98 (lab_group_size_96), "... on seeds 96-98"
+#                    make lab-group-size-96 on seeds 96-98 (lab_group_size_96), "... on seeds 96-98"; the pairs
+#                    of 99, 105, 213 and 221 take LAB_GROUP_SIZE_MORE_ARGS="..." as docs/lab.md's sections on those
+#                    seeds give it (e.g. make lab-group-size-221 LAB_GROUP_SIZE_MORE_ARGS="--methods grpo_g4,grpo_g2
+#                    --seeds 8 --first-seed 221 --steps 50 --passk-samples 64")
 #   make lab-replay  one seed of a committed comparison trained again and compared with its summary, run by run
 #                    (launch.replay; default: seed 80 of benchmarks/lab_cw_grpo_80_summary.json, GRPO and CW-GRPO;
 #                    LAB_REPLAY_SUMMARY=... LAB_REPLAY_SEED=... for another; runs/replay_SEED); exit 1 if a figure
@@ -374,7 +377,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_grpo_n_181_passk256.json benchmarks/lab_grpo_n_189_passk256.json \
 	benchmarks/lab_gspo_n_197_summary.json benchmarks/lab_gspo_n_197_passk256.json \
 	benchmarks/lab_gspo_n_205_summary.json benchmarks/lab_gspo_n_205_passk256.json \
-	benchmarks/lab_group_size_213_summary.json
+	benchmarks/lab_group_size_213_summary.json benchmarks/lab_group_size_221_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -383,8 +386,9 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # those on 189-196 name 113-116 and 181-188 with 189-196, for GRPO-N's claims only, and those of GRPO-N at k = 256
 # name the rescorings of 181-188 and 189-196, both claims, planned before either was scored, those of GSPO-N on
 # 205-212 name 197-204 with 205-212, for GSPO-N's claims only, those of GSPO-N at k = 256 on 205-212 name the
-# rescoring of 197-204 with it, and those of GRPO at G = 8 against G = 4 on 213-220 name 93-104 with 213-220, for
-# GRPO's claims at G = 8 only); the summaries before '+'
+# rescoring of 197-204 with it, those of GRPO at G = 8 against G = 4 on 213-220 name 93-104 with 213-220, for
+# GRPO's claims at G = 8 only, and those of G = 4 against G = 2 on 221-228 name 93-98 and 105-112 with 221-228, for
+# the claims of G = 4 only); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -402,7 +406,9 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_gspo_n_197_summary.json+benchmarks/lab_gspo_n_205_summary.json:gspo_n \
 	benchmarks/lab_gspo_n_197_passk256.json+benchmarks/lab_gspo_n_205_passk256.json \
 	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
-	benchmarks/lab_group_size_99_summary.json+benchmarks/lab_group_size_213_summary.json:grpo
+	benchmarks/lab_group_size_99_summary.json+benchmarks/lab_group_size_213_summary.json:grpo \
+	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
+	benchmarks/lab_group_size_105_summary.json+benchmarks/lab_group_size_221_summary.json:grpo_g4
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json
