@@ -45,6 +45,9 @@
 #   make lab-gspo-n-197 GSPO and GSPO-N x 8 seeds from 197 (runs/lab_gspo_n_197), two lanes; writes
 #                    benchmarks/lab_gspo_n_197_summary.json (docs/lab.md's "GSPO-N against GSPO on eight seeds of
 #                    this build")
+#   make lab-off-policy-229 GRPO and GRPO-N with 4 policy updates a batch x 8 seeds from 229
+#                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
+#                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
 #   make lab-gspo-n-197-passk256 GSPO's and GSPO-N's runs of seeds 197-204 scored again to pass@256, the same way
 #                    (needs make lab-gspo-n-197); writes benchmarks/lab_gspo_n_197_passk256.json; make
 #                    lab-gspo-n-205-passk256 PASSK256_SEEDS=205-210 the same for the seeds of 205-212 scored by its
@@ -255,6 +258,13 @@ lab-grpo-n-%: $(STAMP)
 LAB_GSPO_N_ARGS ?= --methods gspo,gspo_n --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-gspo-n-%: $(STAMP)
 	$(call lab_comparison,$(LAB_GSPO_N_ARGS),lab_gspo_n_$*)
+
+# GRPO and GRPO-N with 4 policy updates a batch (004 App. B.5's batch / mini-batch ratio) on 8 seeds of the build of
+# seeds 93-228: make lab-off-policy-229 (seeds 229-236), 004's two claims for GRPO-N in its own update regime on this
+# build (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
+LAB_OFF_POLICY_ARGS ?= --methods grpo_4mb,grpo_n_4mb --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-off-policy-%: $(STAMP)
+	$(call lab_comparison,$(LAB_OFF_POLICY_ARGS),lab_off_policy_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
