@@ -45,9 +45,6 @@
 #   make lab-gspo-n-197 GSPO and GSPO-N x 8 seeds from 197 (runs/lab_gspo_n_197), two lanes; writes
 #                    benchmarks/lab_gspo_n_197_summary.json (docs/lab.md's "GSPO-N against GSPO on eight seeds of
 #                    this build")
-#   make lab-off-policy-229 GRPO and GRPO-N with 4 policy updates a batch x 8 seeds from 229
-#                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
-#                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
 #   make lab-gspo-n-197-passk256 GSPO's and GSPO-N's runs of seeds 197-204 scored again to pass@256, the same way
 #                    (needs make lab-gspo-n-197); writes benchmarks/lab_gspo_n_197_passk256.json; make
 #                    lab-gspo-n-205-passk256 PASSK256_SEEDS=205-210 the same for the seeds of 205-212 scored by its
@@ -57,6 +54,9 @@
 #                    cores when it ran); writes benchmarks/lab_grpo_n_181_passk256.json, docs/lab.md's "GRPO-N against
 #                    GRPO at k = 256"; make lab-grpo-n-189-passk256 the same for seeds 189-196 (needs make
 #                    lab-grpo-n-189)
+#   make lab-off-policy-229 GRPO and GRPO-N with 4 policy updates a batch x 8 seeds from 229
+#                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
+#                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and

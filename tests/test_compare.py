@@ -21,7 +21,7 @@ from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, 
                                          _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
                                          _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
                                          keep_training_record, main, paired_change, paired_claim, passk_change,
-                                         passk_curve, publish_report, run_in_lanes, run_specs, series,
+                                         passk_curve, publish_report, run_in_lanes, run_specs, series, summarise,
                                          training_record, welch_test, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
@@ -190,6 +190,35 @@ def _run(entropy, eff, acr, passk, acr_g):
     return {"curves": {"actor/entropy": dict(enumerate(entropy)), "acr/effective_acr": dict(enumerate(eff)),
                        "acr/acr": dict(enumerate(acr)), "val": {0: 0.5, 3: 0.6}},
             "passk_end": {1: passk[0], 4: passk[1]}, "acr_by_group_size": acr_g}
+
+
+def test_the_summary_keeps_each_runs_table_figures_by_seed():
+    """``figures_by_seed`` holds each run's figures under the table's names, keyed by seed; their mean and std over
+    seeds are the table's, figure by figure, and a figure that is not finite (an empty curve) is left out."""
+    def run(seed, entropy, final, passk, s_step):
+        r = _run(entropy, [0.4] * 4, [0.5, 0.6, 0.7, 0.8], passk, {2: 0.6})
+        r["curves"]["val"] = {0: 0.5, 3: final}
+        r["curves"]["critic/score/mean"] = {1: 0.3, 2: 0.5}
+        r.update(seed=seed, keyed_draws=True, s_per_step=s_step)
+        return r
+
+    runs = {"grpo": [run(7, [1.0, 0.8, 0.6, 0.4, 0.2], 0.70, (0.55, 0.8), 2.0),
+                     run(8, [1.0, 0.9, 0.8, 0.7, 0.6], 0.60, (0.45, 0.9), 3.0)]}
+    runs["grpo"][1]["curves"]["val"] = {}  # no validation: its accuracies are NaN
+    start = {7: {1: 0.5, 4: 0.75}, 8: {1: 0.4, 4: 0.85}}
+    summary = summarise(runs, start)
+    by_seed = summary["figures_by_seed"]["grpo"]
+    assert set(by_seed) == set(summary["table"]["grpo"])
+    # worked out by hand: entropy over the last 20 % of 5 steps is the last step's; pass@1 change against its seed
+    assert by_seed["entropy (last 20%)"] == {"7": 0.2, "8": 0.6}
+    assert by_seed["pass@1 change"] == pytest.approx({"7": 0.05, "8": 0.05})
+    assert by_seed["pass@4 end"] == {"7": 0.8, "8": 0.9} and by_seed["s/step"] == {"7": 2.0, "8": 3.0}
+    assert by_seed["ACR (mean)"] == pytest.approx({"7": 0.65, "8": 0.65})
+    assert by_seed["held-out acc, end"] == {"7": 0.70}  # seed 8's NaN left out
+    for name, (mean, std) in summary["table"]["grpo"].items():
+        values = list(by_seed[name].values())
+        assert mean == pytest.approx(np.mean(values)) and std == pytest.approx(np.std(values, ddof=1)
+                                                                              if len(values) > 1 else 0.0), name
 
 
 def test_the_early_acr_claim_keeps_its_name_with_too_few_runs():

@@ -62,6 +62,26 @@ def test_figures_by_run_leave_out_the_differences_and_key_changes_by_seed():
     assert "pass@1 change from start" not in run_figures(missing)
 
 
+def test_figures_by_run_take_the_table_figures_each_run_kept():
+    """A summary with ``figures_by_seed`` (launch.compare's since it keeps them) gives each run's table figures under
+    the table's names, for the setup's methods only and less the seconds a step (timing, which no replay gives
+    again); one without them gives what it gave before."""
+    summary = _summary()
+    summary["figures_by_seed"] = {"grpo": {"held-out acc, end": {"80": 0.645, "81": 0.66}},
+                                  "cw_grpo": {"held-out acc, end": {"80": 0.675}, "pass@1 end": {"81": 0.58},
+                                              "s/step": {"80": 4.8, "81": 4.9}},
+                                  "dapo": {"held-out acc, end": {"80": 0.6}}}
+    figures = run_figures(summary)
+    assert figures["held-out acc, end"] == {("grpo", "80"): 0.645, ("grpo", "81"): 0.66, ("cw_grpo", "80"): 0.675}
+    assert figures["pass@1 end"] == {("cw_grpo", "81"): 0.58}
+    assert set(figures) - set(run_figures(_summary())) == {"held-out acc, end", "pass@1 end"}  # no "s/step"
+    # a changed figure of one run is found at that run
+    changed = copy.deepcopy(summary)
+    changed["figures_by_seed"]["grpo"]["held-out acc, end"]["81"] = 0.70
+    result = compare_runs(summary, changed)
+    assert not result["reproduced"] and result["differing_runs"] == {"grpo seed 81": ["held-out acc, end"]}
+
+
 def test_the_same_runs_reproduce_and_a_changed_answer_is_found_at_its_run():
     same = compare_runs(_summary(), _summary())
     assert same["reproduced"] and len(same["rows"]) == 6 and same["runs"] == [

@@ -767,31 +767,44 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
 
 
+def final_figures(run: dict[str, Any], start_passk: dict[int, dict[int, float]], kmax: int) -> dict[str, float]:
+    """One run's figures of the summary's table, by name (NaN where its curve is empty): reward and entropy over the
+    last 20 % of steps, held-out greedy accuracy at the first and last validation, mean ACR and effective ACR, the
+    entropy's std over steps, pass@1 and pass@``kmax`` at the end, pass@1's change from its own seed's start sample,
+    seconds a step."""
+    curves = run["curves"]
+    val = curves["val"]
+    mean_of = lambda key: float(np.mean(list(curves[key].values()))) if curves[key] else float("nan")  # noqa: E731
+    return {
+        "reward (last 20%)": _tail_mean(curves["critic/score/mean"]),
+        "held-out acc, start": val[min(val)] if val else float("nan"),
+        "held-out acc, end": val[max(val)] if val else float("nan"),
+        "ACR (mean)": mean_of("acr/acr"),
+        "effective ACR (mean)": mean_of("acr/effective_acr"),
+        "entropy (last 20%)": _tail_mean(curves["actor/entropy"]),
+        "entropy std over steps": float(np.std(list(curves["actor/entropy"].values())))
+        if curves["actor/entropy"] else float("nan"),
+        "pass@1 end": run["passk_end"][1],
+        "pass@1 change": passk_change([run], start_passk, 1)[0],
+        f"pass@{kmax} end": run["passk_end"][kmax],
+        "s/step": run["s_per_step"],
+    }
+
+
 def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]]) -> dict[str, Any]:
-    """Per method: mean and std over seeds of the final figures; the claims' verdicts."""
+    """Per method: mean and std over seeds of the final figures (:func:`final_figures`), and each run's figures by
+    seed (``figures_by_seed``: ``{method: {figure: {seed: value}}}``, finite values only), so that any two methods
+    can be compared seed by seed on any figure from the summary alone; the claims' verdicts."""
     table: dict[str, dict[str, tuple[float, float]]] = {}
+    by_seed: dict[str, dict[str, dict[str, float]]] = {}
     for method, rs in runs.items():
-        c = lambda key: [r["curves"][key] for r in rs]  # noqa: E731
-        val = c("val")
-        kmax = max(rs[0]["passk_end"])
-        table[method] = {
-            "reward (last 20%)": _mean_std([_tail_mean(x) for x in c("critic/score/mean")]),
-            "held-out acc, start": _mean_std([x[min(x)] if x else float("nan") for x in val]),
-            "held-out acc, end": _mean_std([x[max(x)] if x else float("nan") for x in val]),
-            "ACR (mean)": _mean_std([float(np.mean(list(x.values()))) if x else float("nan") for x in c("acr/acr")]),
-            "effective ACR (mean)": _mean_std([float(np.mean(list(x.values()))) if x else float("nan")
-                                               for x in c("acr/effective_acr")]),
-            "entropy (last 20%)": _mean_std([_tail_mean(x) for x in c("actor/entropy")]),
-            "entropy std over steps": _mean_std([float(np.std(list(x.values()))) if x else float("nan")
-                                                 for x in c("actor/entropy")]),
-            "pass@1 end": _mean_std([r["passk_end"][1] for r in rs]),
-            "pass@1 change": _mean_std(passk_change(rs, start_passk, 1)),
-            f"pass@{kmax} end": _mean_std([r["passk_end"][kmax] for r in rs]),
-            "s/step": _mean_std([r["s_per_step"] for r in rs]),
-        }
+        figures = [final_figures(r, start_passk, max(rs[0]["passk_end"])) for r in rs]
+        table[method] = {name: _mean_std([f[name] for f in figures]) for name in figures[0]}
+        by_seed[method] = {name: {str(r["seed"]): float(f[name]) for r, f in zip(rs, figures)
+                                  if math.isfinite(f[name])} for name in figures[0]}
     kmax = max(next(iter(start_passk.values())))
     start = {k: _mean_std([p[k] for p in start_passk.values()]) for k in (1, kmax)}
-    return {"table": table, "start_passk": {str(k): v for k, v in start.items()},
+    return {"table": table, "figures_by_seed": by_seed, "start_passk": {str(k): v for k, v in start.items()},
             "change_from_start": {m: {f"pass@{k}": paired_change(passk_change(rs, start_passk, k)) for k in (1, kmax)}
                                   for m, rs in runs.items()},
             "claims": claims(runs, table, kmax), "paired_by_seed": paired_by_seed(runs)}

@@ -53,6 +53,10 @@ TOLERANCE = 1e-4
 Run = tuple[str, str]  # (method, seed)
 
 
+#: the figures of a summary's table that time the machine rather than describe the run: left out of a replay
+TIMED_FIGURES = frozenset({"s/step"})
+
+
 def run_figures(summary: dict[str, Any]) -> dict[str, dict[Run, float]]:
     """The figures a ``launch.compare`` summary keeps for each run: ``{figure: {(method, seed): value}}``.
 
@@ -60,7 +64,10 @@ def run_figures(summary: dict[str, Any]) -> dict[str, dict[Run, float]]:
     figures; they are named ``"<claim>"`` and ``"<claim> / <figure>"`` (``"difference by seed"``, one run's figure
     minus another's, is left out). ``change_from_start``'s ``by_seed`` lists (``"pass@k change from start"``) are
     keyed by the setup's seeds in order, and only where the list has one entry a seed and no run is missing (the list
-    skips a run whose figure is not finite, so it cannot be keyed otherwise).
+    skips a run whose figure is not finite, so it cannot be keyed otherwise). A summary written since it kept them
+    has the table's figures of each run (``figures_by_seed``: ``{method: {figure: {seed: value}}}``), named as the
+    table names them, less the seconds a step (:data:`TIMED_FIGURES`: the machine's timing, which no replay gives
+    again).
     """
     methods = set(summary.get("setup", {}).get("methods") or [])
     figures: dict[str, dict[Run, float]] = {}
@@ -80,6 +87,11 @@ def run_figures(summary: dict[str, Any]) -> dict[str, dict[Run, float]]:
                 for method, by_seed in value.items():
                     if method in methods and isinstance(by_seed, dict):
                         add(f"{claim['claim']} / {key}", method, by_seed)
+    for method, by_figure in (summary.get("figures_by_seed") or {}).items():
+        if method in methods:
+            for figure, by_seed in by_figure.items():
+                if figure not in TIMED_FIGURES:
+                    add(figure, method, by_seed)
     setup = summary.get("setup", {})
     if "seeds" in setup and not setup.get("missing_runs"):
         seeds = [str(s) for s in sorted(seed_set(summary))]
