@@ -192,7 +192,7 @@ def _fake_countdown_runs(root, pass_max: dict) -> None:
 
 @pytest.mark.parametrize("text, seeds", [("205-210", [205, 206, 207, 208, 209, 210]), ("3", [3]),
                                          ("7,5-6, 7", [7, 5, 6]), ("4-4", [4])])
-def test_seeds_option_reads_seeds_and_ranges(text, seeds):
+def test_seed_list_option_reads_seeds_and_ranges(text, seeds):
     """--seed-list: comma-separated seeds and ranges A-B, both ends in, each seed once, in the order given."""
     from benchmarks.lab_fresh_prompts import build_parser
 
@@ -202,7 +202,7 @@ def test_seeds_option_reads_seeds_and_ranges(text, seeds):
 @pytest.mark.parametrize("text, message", [("210-205", "'210-205': the range runs backwards"),
                                            ("5-", "'5-' is not a seed"), ("a", "'a' is not a seed"),
                                            ("1,,2", "'' is not a seed"), ("-3", "'-3' is not a seed")])
-def test_seeds_option_names_what_it_cannot_read(text, message, capsys):
+def test_seed_list_option_names_what_it_cannot_read(text, message, capsys):
     """--seed-list: a part that is neither a seed nor a range, or a range that runs backwards, is named (exit 2)."""
     from benchmarks.lab_fresh_prompts import build_parser
 
