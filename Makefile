@@ -57,6 +57,9 @@
 #   make lab-off-policy-229 GRPO and GRPO-N with 4 policy updates a batch x 8 seeds from 229
 #                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
 #                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
+#   make lab-cw-clip-cov-237 CW-GRPO and Clip-Cov x 12 seeds from 237 (runs/lab_cw_clip_cov_237), two lanes;
+#                    writes benchmarks/lab_cw_clip_cov_237_summary.json (docs/lab.md's "CW-GRPO against Clip-Cov on
+#                    twelve seeds of this build")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -265,6 +268,13 @@ lab-gspo-n-%: $(STAMP)
 LAB_OFF_POLICY_ARGS ?= --methods grpo_4mb,grpo_n_4mb --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-off-policy-%: $(STAMP)
 	$(call lab_comparison,$(LAB_OFF_POLICY_ARGS),lab_off_policy_$*)
+
+# CW-GRPO and verl's Clip-Cov (its defaults), the baseline of 003 Table 2, on 12 seeds of the build of seeds 93-236:
+# make lab-cw-clip-cov-237 (seeds 237-248), 003's accuracy claim against Clip-Cov on this build (docs/lab.md,
+# "CW-GRPO against Clip-Cov on twelve seeds of this build")
+LAB_CW_CLIP_COV_ARGS ?= --methods cw_grpo,clip_cov --seeds 12 --first-seed $* --steps 50 --passk-samples 64
+lab-cw-clip-cov-%: $(STAMP)
+	$(call lab_comparison,$(LAB_CW_CLIP_COV_ARGS),lab_cw_clip_cov_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
