@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_recipes.launch.verdicts import (GLANCE_NOTE, POOLED_HEADING, PROBES_HEADING, PUBLISH_END, PUBLISH_START,
-                                          START_KEY, PlannedPooling, cell, claimed_higher, count_seed_sets,
-                                          glance_markdown, ledger, main, markdown, p_value, planned_poolings, pooled,
-                                          pooled_markdown, probe_rows, probes_markdown, publish, reading, seed_label,
-                                          seed_set, sequential_verdict, start_accuracy)
+from rlvr_recipes.launch.verdicts import (FIGURES_NOTE, GLANCE_NOTE, POOLED_HEADING, PROBES_HEADING, PUBLISH_END,
+                                          PUBLISH_START, START_KEY, PlannedPooling, cell, claimed_higher,
+                                          count_seed_sets, figure_rows, figures_markdown, glance_markdown, ledger, main,
+                                          markdown, p_value, planned_poolings, pooled, pooled_markdown, probe_rows,
+                                          probes_markdown, publish, reading, seed_label, seed_set, sequential_verdict,
+                                          start_accuracy)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -423,3 +424,58 @@ def test_probes_on_the_command_line(tmp_path, capsys):
     assert main([str(summary)]) == 0 and PROBES_HEADING not in capsys.readouterr().out
     assert main([str(summary), "--probe", str(summary)]) == 2  # a comparison's summary is not a probe
     assert "not a probe's JSON" in capsys.readouterr().err
+
+
+def _with_figures(by_seed):
+    summary = _summary(1, 3, [], methods=("cw_grpo", "clip_cov"))
+    summary["figures_by_seed"] = by_seed
+    return summary
+
+
+FIGURES = {"cw_grpo": {"pass@1 end": {"1": 0.5, "2": 0.6, "3": 0.7}, "entropy (last 20%)": {"1": 0.2, "3": 0.3},
+                       "s/step": {"2": 3.0}},
+           "clip_cov": {"pass@1 end": {"1": 0.4, "2": 0.6, "3": 0.5}, "entropy (last 20%)": {"1": 0.1, "2": 0.1},
+                        "s/step": {"3": 4.0}}}
+
+
+def test_figure_rows_by_hand():
+    """pass@1: differences +0.1, 0, +0.2 (mean +0.1, sd 0.1, se 0.1 / sqrt 3, t = sqrt 3 on 2 df: two-sided p = 1 -
+    t / sqrt(t^2 + 2) = 1 - sqrt(3 / 5), interval +0.1 -/+ 4.3027 * se); entropy: the one seed both kept (+0.1, no
+    noise estimate); s/step: no seed both kept, left out."""
+    rows = figure_rows(_with_figures(FIGURES), "cw_grpo", "clip_cov")
+    assert [r["figure"] for r in rows] == ["pass@1 end", "entropy (last 20%)"]
+    p1, ent = rows
+    assert p1["method"] == pytest.approx(0.6) and p1["base"] == pytest.approx(0.5) and p1["mean"] == pytest.approx(0.1)
+    assert p1["p"] == pytest.approx(1 - (3 / 5) ** 0.5, rel=1e-9)
+    half = 4.302652729911275 * 0.1 / 3 ** 0.5
+    assert (p1["low"], p1["high"]) == (pytest.approx(0.1 - half), pytest.approx(0.1 + half))
+    assert (p1["above"], p1["below"], p1["seeds"]) == (2, 0, 3)
+    assert ent["mean"] == pytest.approx(0.1) and ent["seeds"] == 1 and ent["p"] != ent["p"]  # NaN: one seed
+    flipped = figure_rows(_with_figures(FIGURES), "clip_cov", "cw_grpo")[0]
+    assert flipped["mean"] == pytest.approx(-0.1) and flipped["p"] == pytest.approx(p1["p"])
+    assert (flipped["above"], flipped["below"]) == (0, 2)
+    table = figures_markdown(rows, "cw_grpo", "clip_cov")
+    assert table.splitlines()[0].startswith("| figure | cw_grpo | clip_cov | difference |")
+    assert "| pass@1 end | 0.6 | 0.5 | +0.1 | [-0.1484, +0.3484] | 0.225 | 2 / 0 / 3 |" in table
+
+
+def test_figure_rows_name_what_is_missing():
+    with pytest.raises(ValueError, match="keeps no figures by seed"):
+        figure_rows(_summary(1, 3, []), "cw_grpo", "clip_cov")
+    with pytest.raises(ValueError, match="'grpo' is not a method of this summary .it has cw_grpo, clip_cov"):
+        figure_rows(_with_figures(FIGURES), "grpo", "clip_cov")
+
+
+def test_figures_on_the_command_line(tmp_path, capsys):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_with_figures(FIGURES)))
+    assert main([str(path), "--figures", "cw_grpo,clip_cov"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: cw_grpo against clip_cov\n\n{FIGURES_NOTE}\n")
+    assert figures_markdown(figure_rows(_with_figures(FIGURES), "cw_grpo", "clip_cov"), "cw_grpo", "clip_cov") in out
+    assert main([str(path), "--figures", "cw_grpo"]) == 2 and "give two methods" in capsys.readouterr().err
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(_summary(1, 3, [])))
+    assert main([str(old), "--figures", "cw_grpo,clip_cov"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{old}: this summary keeps no figures by seed" in captured.err

@@ -24,6 +24,11 @@ level for two looks, :data:`POCOCK_LEVEL`). ``--probe P.json`` adds a
 last table, the claims of a measurement that trains no run (``benchmarks/lab_entropy_probe.py``: one update's effect
 on entropy, or the final models' entropy on held-out prompts), one row each (:func:`probe_rows`). With ``--publish
 DOC`` the tables and the command that wrote them go into DOC between :data:`PUBLISH_START` and :data:`PUBLISH_END`.
+
+``--figures METHOD,BASE`` prints, instead, every figure each summary keeps by seed compared seed by seed for two of
+its methods (:func:`figure_rows`: the figures a report quotes beside its claims, each with its paired test):
+
+    python -m rlvr_recipes.launch.verdicts benchmarks/lab_cw_clip_cov_237_summary.json --figures cw_grpo,clip_cov
 """
 
 from __future__ import annotations
@@ -440,6 +445,62 @@ def probes_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: what a table of figures (``--figures``) says it is
+FIGURES_NOTE = ("Each figure the summary keeps by seed (`figures_by_seed`), compared seed by seed on the seeds both "
+                "methods ran: the first method minus the second, its 95 % interval and the two-sided p of the paired "
+                "t-test (n - 1 df). These are figures, not the report's claims: each is one test at the 5 % level, "
+                "and a table of them makes many.")
+
+
+def figure_rows(summary: dict[str, Any], method: str, base: str) -> list[dict[str, Any]]:
+    """Every figure a summary keeps by seed (``launch.compare``'s ``figures_by_seed``: ``{method: {figure: {seed:
+    value}}}``) for two of its methods, compared seed by seed: ``method`` minus ``base`` on the seeds where both kept a
+    value, by ``compare.paired_change`` (mean, 95 % interval, p of the paired t-test on n - 1 df).
+
+    Returns one row per figure of ``method``'s, in its order: ``{"figure", "method", "base", "mean", "low", "high",
+    "p", "above", "below", "seeds"}``, ``method`` and ``base`` the two means over those seeds, ``above`` and
+    ``below`` how many differences lie above and below 0, ``seeds`` how many were paired (a figure no seed pairs is
+    left out).
+
+    Raises:
+        ValueError: a summary that keeps no figures by seed (written before they were kept), or a method it did not
+            run, naming the methods it has.
+    """
+    from rlvr_recipes.launch.compare import paired_change
+
+    by_seed = summary.get("figures_by_seed")
+    if not by_seed:
+        raise ValueError("this summary keeps no figures by seed (figures_by_seed): it was written before "
+                         "launch.compare kept them")
+    for m in (method, base):
+        if m not in by_seed:
+            raise ValueError(f"{m!r} is not a method of this summary (it has {', '.join(by_seed)})")
+    rows = []
+    for figure, mine in by_seed[method].items():
+        theirs = by_seed[base].get(figure, {})
+        seeds = sorted(set(mine) & set(theirs), key=int)
+        if not seeds:
+            continue
+        diffs = [float(mine[s]) - float(theirs[s]) for s in seeds]
+        change = paired_change(diffs)
+        rows.append({"figure": figure, "method": sum(float(mine[s]) for s in seeds) / len(seeds),
+                     "base": sum(float(theirs[s]) for s in seeds) / len(seeds), "mean": change["mean"],
+                     "low": change["low"], "high": change["high"], "p": change["p"],
+                     "above": sum(d > 0 for d in diffs), "below": sum(d < 0 for d in diffs), "seeds": len(seeds)})
+    return rows
+
+
+def figures_markdown(rows: Sequence[dict[str, Any]], method: str, base: str) -> str:
+    """:func:`figure_rows` as a Markdown table, a line per figure."""
+    lines = [f"| figure | {method} | {base} | difference | 95 % interval | p | seeds above / below / paired |",
+             "|---|---:|---:|---:|---|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['figure']} | {r['method']:.4g} | {r['base']:.4g} | {r['mean']:+.4g} | "
+                     f"[{r['low']:+.4g}, {r['high']:+.4g}] | {r['p']:.3g} | {r['above']} / {r['below']} / "
+                     f"{r['seeds']} |")
+    return "\n".join(lines) + "\n"
+
+
 def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[PlannedPooling]:
     """``--planned`` values as :class:`PlannedPooling`: comma-separated summary names, those read before the plan
     first and ``+`` after them where there are any, then optionally ``:METHOD``.
@@ -509,8 +570,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--probe", metavar="P.json", action="append", default=[],
                         help="a measurement that trains no run (benchmarks/lab_entropy_probe.py's JSON): its claims "
                              "in a last table (repeat for each)")
+    parser.add_argument("--figures", metavar="METHOD,BASE", default=None,
+                        help="instead of the verdicts: every figure each summary keeps by seed, METHOD against BASE, "
+                             "compared seed by seed (paired t-test), a table per summary")
     args = parser.parse_args(argv)
     try:
+        if args.figures is not None:
+            methods = [m for m in args.figures.split(",") if m]
+            if len(methods) != 2:
+                raise ValueError(f"--figures {args.figures!r}: give two methods, METHOD,BASE")
+            for name, summary in read_summaries(args.summaries):
+                try:
+                    rows = figure_rows(summary, *methods)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+                print(f"{name}: {methods[0]} against {methods[1]}\n\n{FIGURES_NOTE}\n\n"
+                      f"{figures_markdown(rows, *methods)}")
+            return 0
         if args.planned and not args.pool:
             raise ValueError("--planned marks rows of the pooled table: give --pool with it")
         plans = planned_poolings(args.planned, args.summaries)
