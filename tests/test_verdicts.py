@@ -476,6 +476,8 @@ def test_figures_on_the_command_line(tmp_path, capsys):
     assert main([str(path), "--figures", "cw_grpo"]) == 2 and "give two methods" in capsys.readouterr().err
     old = tmp_path / "old.json"
     old.write_text(json.dumps(_summary(1, 3, [])))
-    assert main([str(old), "--figures", "cw_grpo,clip_cov"]) == 2
+    assert main([str(path), str(old), "--figures", "cw_grpo,clip_cov"]) == 2  # nothing printed before the error
     captured = capsys.readouterr()
     assert captured.out == "" and f"{old}: this summary keeps no figures by seed" in captured.err
+    assert main([str(path), "--figures", "cw_grpo,clip_cov", "--pool"]) == 2
+    assert "leave out --pool" in capsys.readouterr().err

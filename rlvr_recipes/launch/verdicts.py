@@ -579,11 +579,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             methods = [m for m in args.figures.split(",") if m]
             if len(methods) != 2:
                 raise ValueError(f"--figures {args.figures!r}: give two methods, METHOD,BASE")
+            others = [flag for flag, given in (("--publish", args.publish), ("--pool", args.pool),
+                                               ("--planned", args.planned), ("--probe", args.probe)) if given]
+            if others:
+                raise ValueError(f"--figures prints the figures instead of the verdicts: leave out {', '.join(others)}")
+            tables = []
             for name, summary in read_summaries(args.summaries):
                 try:
-                    rows = figure_rows(summary, *methods)
+                    tables.append((name, figure_rows(summary, *methods)))
                 except ValueError as exc:
                     raise ValueError(f"{name}: {exc}") from None
+            for name, rows in tables:
                 print(f"{name}: {methods[0]} against {methods[1]}\n\n{FIGURES_NOTE}\n\n"
                       f"{figures_markdown(rows, *methods)}")
             return 0
