@@ -35,6 +35,9 @@
 #                    on all the seeds of the comparisons made alike, marked planned for the poolings LAB_PLANNED
 #                    names, then the claims of the entropy probes that LAB_PROBES names (reads their JSONs, trains
 #                    nothing; writes docs/lab.md's "The verdicts at a glance")
+#   make lab-sequential-levels Pocock's levels at the later looks of LAB_PLANNED's poolings, checked by simulation
+#                    for their look sizes (a few seconds; writes benchmarks/lab_sequential_levels.json, docs/lab.md's
+#                    "Later looks at a claim")
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"; make lab-exploration-173 GRPO and A-GRAE x 8
@@ -126,7 +129,7 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
 	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 \
 	lab-symmetry-121-passk256 lab-symmetry-pos-passk256 \
-	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy toy bench clean
+	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy lab-sequential-levels toy bench clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -436,6 +439,12 @@ LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_tra
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool $(addprefix --planned ,$(LAB_PLANNED)) \
 		$(addprefix --probe ,$(LAB_PROBES)) --publish docs/lab.md
+
+# Pocock's levels at the later looks of LAB_PLANNED's poolings, checked by simulation for their look sizes and t-tests
+# (docs/lab.md, "Later looks at a claim"): reads the summaries' seed sets, trains nothing, changes no verdict
+LAB_SEQUENTIAL_LEVELS_ARGS ?= --json benchmarks/lab_sequential_levels.json
+lab-sequential-levels: $(STAMP)
+	$(PY) benchmarks/lab_sequential_levels.py $(LAB_PLANNED) $(LAB_SEQUENTIAL_LEVELS_ARGS)
 
 # a committed comparison's seed trained again with its recorded command's settings, then its figures compared run by
 # run with the committed summary's (docs/lab.md "A seed trained again from an empty folder")

@@ -249,7 +249,9 @@ class PlannedPooling(NamedTuple):
 #: Pocock's nominal two-sided level for each of K looks at a claim, equally spaced, that keeps the chance of deciding
 #: a true null at any of them to 5 % (Pocock 1977, Biometrika 64:191; Jennison and Turnbull 2000, Table 2.1:
 #: critical values 2.178, 2.289, 2.361, 2.413): a planned pooling that adds seeds to seed sets read before the plan is
-#: the K-th look at the claims they hold, K - 1 of them read before, and decides only where its p lies below this
+#: the K-th look at the claims they hold, K - 1 of them read before, and decides only where its p lies below this.
+#: The 5 % is for z-tests at equally spaced looks; at the lab's unequal looks of few seeds, each a t-test, the chance
+#: is 5.1 % to 6.1 % (benchmarks/lab_sequential_levels.py, docs/lab.md "Later looks at a claim")
 POCOCK_LEVEL = {1: 0.05, 2: 0.0294, 3: 0.0221, 4: 0.0182, 5: 0.0158}
 
 
@@ -385,9 +387,10 @@ POOLED_HEADING = ("\nSeed sets taken together (`--pool`): each claim of two meth
                   "of its comparisons ran, so that its verdict is one test at the 5 % level; `look K` where K - 1 of "
                   "its seed sets had been read before the plan added seeds to them, so that it decides only where p "
                   "lies below Pocock's level for K looks (0.0294 for two, 0.0221 for three), which keeps the chance of "
-                  "deciding a claim where the methods do not differ, at any of the looks, to 5 %; no where the "
-                  "comparisons were taken together after they ran, or seeds were added to a planned pooling after it "
-                  "came out, which is not such a test.\n\n")
+                  "deciding a claim where the methods do not differ, at any of the looks, to about 5 % (to 5 % at "
+                  "equally spaced looks of many seeds; benchmarks/lab_sequential_levels.py measures it at the looks "
+                  "of a plan); no where the comparisons were taken together after they ran, or seeds were added to a "
+                  "planned pooling after it came out, which is not such a test.\n\n")
 
 
 def pooled_markdown(rows: Sequence[dict[str, Any]]) -> str:
