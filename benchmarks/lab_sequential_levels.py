@@ -120,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{row['error_at_nominal']:.4f} +/- {row['error_se']:.4f} | {row['level_for_5_percent']:.4f} |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"command": "python benchmarks/lab_sequential_levels.py " + " ".join(args.planned),
+            options = [*(["--draws", str(args.draws)] if args.draws != DRAWS else []),
+                       *(["--scale", str(args.scale)] if args.scale != 1 else [])]
+            json.dump({"command": " ".join(["python benchmarks/lab_sequential_levels.py", *args.planned, *options]),
                        "rows": rows}, f, indent=1)
             f.write("\n")
     return 0

@@ -47,8 +47,14 @@ def test_command_line(tmp_path, capsys):
     out = tmp_path / "levels.json"
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert main([f"{a}+{b}", f"{a},{b}", "--draws", "2000", "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["rows"]
+    written = json.loads(out.read_text())
+    rows = written["rows"]
     assert len(rows) == 1 and rows[0]["sizes"] == [4, 12] and rows[0]["looks"] == 2  # the first look is left out
+    assert written["command"].endswith(f"{a}+{b} {a},{b} --draws 2000")  # the options that change the figures
     assert "| 2 | 4, 12 | 0.0294 |" in capsys.readouterr().out
+    assert main([f"{a}+{b}", "--draws", "2000", "--scale", "10", "--json", str(out)]) == 0
+    scaled = json.loads(out.read_text())
+    assert scaled["rows"][0]["sizes"] == [40, 120] and scaled["command"].endswith("--draws 2000 --scale 10")
+    capsys.readouterr()
     assert main([f"{a}+"]) == 2 and "error:" in capsys.readouterr().err
     assert main([f"{a}+{tmp_path / 'gone.json'}"]) == 2 and "gone.json" in capsys.readouterr().err
