@@ -97,10 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "left of the difference from 5 %% comes from the spacing of the looks alone)")
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args(argv)
-    paths = sorted({p for spec in args.planned for p in spec.partition(":")[0].replace("+", ",").split(",") if p})
     try:
-        plans = planned_poolings(args.planned, paths)
-        seeds = {os.path.basename(name): seed_set(summary) for name, summary in read_summaries(paths)}
+        plans = planned_poolings(args.planned)
+        seeds = {name: seed_set(summary)
+                 for name, summary in read_summaries(sorted({n for plan in plans for n in plan.names}))}
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -111,8 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not plan.earlier:
             continue  # a first look: tested at 5 %
         later = [n for n in plan.names if n not in plan.earlier]
-        sizes = look_sizes([seeds[os.path.basename(n)] for n in plan.earlier],
-                           [seeds[os.path.basename(n)] for n in later])
+        sizes = look_sizes([seeds[n] for n in plan.earlier], [seeds[n] for n in later])
         row = {"pooling": spec, **check([n * args.scale for n in sizes], args.draws)}
         rows.append(row)
         name = spec.replace("benchmarks/", "").replace("_summary.json", "").replace(".json", "")

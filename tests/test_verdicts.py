@@ -274,6 +274,11 @@ def test_planned_pooling_keeps_its_row_beside_the_pooling_of_all():
         planned_poolings(["a.json,b.json:"], ["a.json", "b.json"])
     assert planned_poolings(["benchmarks/a.json,b.json", "a.json,b.json:grpo_n"], ["benchmarks/a.json", "b.json"]) == [
         PlannedPooling(("benchmarks/a.json", "b.json"), None), PlannedPooling(("a.json", "b.json"), "grpo_n")]
+    # without the command's summaries, any names: the plans name them (the other checks stay)
+    assert planned_poolings(["a.json,x.json+y.json"]) == [PlannedPooling(("a.json", "x.json", "y.json"), None,
+                                                                         ("a.json", "x.json"))]
+    with pytest.raises(ValueError, match="names two summaries or more"):
+        planned_poolings(["a.json,benchmarks/a.json"])
 
 
 def test_planned_pooling_of_one_method_leaves_the_other_claims_of_its_summaries_unplanned():

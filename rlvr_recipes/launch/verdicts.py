@@ -504,15 +504,17 @@ def figures_markdown(rows: Sequence[dict[str, Any]], method: str, base: str) -> 
     return "\n".join(lines) + "\n"
 
 
-def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[PlannedPooling]:
+def planned_poolings(specs: Sequence[str], names: Optional[Sequence[str]] = None) -> list[PlannedPooling]:
     """``--planned`` values as :class:`PlannedPooling`: comma-separated summary names, those read before the plan
-    first and ``+`` after them where there are any, then optionally ``:METHOD``.
+    first and ``+`` after them where there are any, then optionally ``:METHOD``. ``names``: the summaries the command
+    was given, which every pooling must be among (None: the plans name the summaries themselves, as for
+    ``benchmarks/lab_sequential_levels.py``).
 
     Raises:
         ValueError: a pooling of fewer than two summaries, one naming a summary the command was not given, one whose
             ``:`` has no method after it, or one with more than one ``+`` or nothing on a side of it, naming it.
     """
-    given = {_base(n) for n in names}
+    given = None if names is None else {_base(n) for n in names}
     plans = []
     for spec in specs:
         files, colon, method = spec.partition(":")
@@ -526,7 +528,7 @@ def planned_poolings(specs: Sequence[str], names: Sequence[str]) -> list[Planned
         plan = [*earlier, *(p for p in after.split(",") if p)]
         if len(set(map(_base, plan))) < 2:
             raise ValueError(f"--planned {spec!r}: a pooling names two summaries or more, comma-separated")
-        missing = [p for p in plan if _base(p) not in given]
+        missing = [] if given is None else [p for p in plan if _base(p) not in given]
         if missing:
             raise ValueError(f"--planned {spec!r}: {', '.join(missing)} is not among the summaries given")
         plans.append(PlannedPooling(tuple(plan), method or None, tuple(earlier)))
