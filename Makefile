@@ -59,7 +59,9 @@
 #                    lab-grpo-n-189)
 #   make lab-off-policy-229 GRPO and GRPO-N with 4 policy updates a batch x 8 seeds from 229
 #                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
-#                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
+#                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build");
+#                    make lab-off-policy-249 the same x 8 seeds from 249 (docs/lab.md's "GRPO-N against GRPO at four
+#                    updates a batch, on eight more seeds (249-256)")
 #   make lab-cw-clip-cov-237 CW-GRPO and Clip-Cov x 12 seeds from 237 (runs/lab_cw_clip_cov_237), two lanes;
 #                    writes benchmarks/lab_cw_clip_cov_237_summary.json (docs/lab.md's "CW-GRPO against Clip-Cov on
 #                    twelve seeds of this build")
@@ -267,7 +269,9 @@ lab-gspo-n-%: $(STAMP)
 
 # GRPO and GRPO-N with 4 policy updates a batch (004 App. B.5's batch / mini-batch ratio) on 8 seeds of the build of
 # seeds 93-228: make lab-off-policy-229 (seeds 229-236), 004's two claims for GRPO-N in its own update regime on this
-# build (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on eight seeds of this build")
+# build (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on eight seeds of this build"); make
+# lab-off-policy-249 (seeds 249-256), planned to be pooled with 229-236 for GRPO-N's claims (docs/lab.md, "GRPO-N
+# against GRPO at four updates a batch, on eight more seeds (249-256)")
 LAB_OFF_POLICY_ARGS ?= --methods grpo_4mb,grpo_n_4mb --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-off-policy-%: $(STAMP)
 	$(call lab_comparison,$(LAB_OFF_POLICY_ARGS),lab_off_policy_$*)
