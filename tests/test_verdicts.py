@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from rlvr_recipes.launch.verdicts import (FIGURES_NOTE, GLANCE_NOTE, POOLED_HEADING, PROBES_HEADING, PUBLISH_END,
                                           PUBLISH_START, START_KEY, PlannedPooling, cell, claimed_higher,
                                           count_seed_sets, figure_rows, figures_markdown, glance_markdown, ledger, main,
-                                          markdown, p_value, planned_poolings, pooled, pooled_markdown, probe_rows,
-                                          probes_markdown, publish, reading, seed_label, seed_set, sequential_verdict,
-                                          start_accuracy)
+                                          markdown, p_value, planned_poolings, pooled, pooled_figures, pooled_markdown,
+                                          probe_rows, probes_markdown, publish, reading, seed_label, seed_set,
+                                          sequential_verdict, start_accuracy)
 
 ENTROPY = "grpo_n keeps entropy above grpo"
 PASSK = "grpo_n keeps large-k pass@64 above grpo"
@@ -484,5 +484,57 @@ def test_figures_on_the_command_line(tmp_path, capsys):
     assert main([str(path), str(old), "--figures", "cw_grpo,clip_cov"]) == 2  # nothing printed before the error
     captured = capsys.readouterr()
     assert captured.out == "" and f"{old}: this summary keeps no figures by seed" in captured.err
+    assert main([str(path), "--figures", "cw_grpo,clip_cov", "--publish", str(tmp_path / "d.md")]) == 2
+    assert "leave out --publish" in capsys.readouterr().err
     assert main([str(path), "--figures", "cw_grpo,clip_cov", "--pool"]) == 2
-    assert "leave out --pool" in capsys.readouterr().err
+    assert "two summaries or more" in capsys.readouterr().err
+
+
+def _figures_of(first_seed, seeds, by_seed, start=0.555, steps=50):
+    summary = _with_figures(by_seed)
+    summary["setup"].update(first_seed=first_seed, seeds=seeds, steps=steps)
+    summary["table"] = {"cw_grpo": {START_KEY: [start, 0.0]}, "clip_cov": {START_KEY: [start, 0.0]}}
+    return summary
+
+
+LATER = {"cw_grpo": {"pass@1 end": {"3": 0.9, "4": 0.3, "5": 0.5}},
+         "clip_cov": {"pass@1 end": {"3": 0.0, "4": 0.4, "5": 0.2}}}
+
+
+def test_pooled_figures_by_hand():
+    """Seeds 1-3 (FIGURES) with 3-5 (LATER): seed 3 is taken once, from the summary of the first seed, so the pass@1
+    differences are +0.1, 0, +0.2 (seeds 1-3) and -0.1, +0.3 (4, 5): mean +0.1, sd sqrt(0.1 / 4) = 0.158, t on 4 df =
+    0.1 / (0.158 / sqrt 5) = sqrt 2, two-sided p = 0.2302; the figures only the first keeps come from it alone."""
+    later, first = ("b.json", _figures_of(3, 3, LATER)), ("a.json", _figures_of(1, 3, FIGURES))
+    merged = pooled_figures([later, first], "cw_grpo", "clip_cov")
+    assert merged["figures_by_seed"]["cw_grpo"]["pass@1 end"] == {"1": 0.5, "2": 0.6, "3": 0.7, "4": 0.3, "5": 0.5}
+    rows = {r["figure"]: r for r in figure_rows(merged, "cw_grpo", "clip_cov")}
+    p1 = rows["pass@1 end"]
+    assert (p1["mean"], p1["seeds"], p1["above"], p1["below"]) == (pytest.approx(0.1), 5, 3, 1)
+    assert p1["p"] == pytest.approx(0.230200, abs=1e-6)
+    assert p1["method"] == pytest.approx(0.52) and p1["base"] == pytest.approx(0.42)
+    assert rows["entropy (last 20%)"]["seeds"] == 1  # only seeds 1-3 keep it, and both methods only seed 1
+    with pytest.raises(ValueError, match="b.json: not of a.json's experiment .settings .* build 0.52"):
+        pooled_figures([first, ("b.json", _figures_of(4, 2, LATER, start=0.52))], "cw_grpo", "clip_cov")
+    with pytest.raises(ValueError, match="b.json: not of a.json's experiment .settings .None, 100, 64, None."):
+        pooled_figures([first, ("b.json", _figures_of(4, 2, LATER, steps=100))], "cw_grpo", "clip_cov")
+    with pytest.raises(ValueError, match="b.json: this summary keeps no figures by seed"):
+        pooled_figures([first, ("b.json", {**_figures_of(4, 2, LATER), "figures_by_seed": {}})], "cw_grpo", "clip_cov")
+    with pytest.raises(ValueError, match="b.json: 'clip_cov' is not a method of this summary .it has cw_grpo.$"):
+        pooled_figures([first, ("b.json", _figures_of(4, 2, {"cw_grpo": LATER["cw_grpo"]}))], "cw_grpo", "clip_cov")
+
+
+def test_pooled_figures_on_the_command_line(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_figures_of(1, 3, FIGURES)))
+    b.write_text(json.dumps(_figures_of(3, 3, LATER)))
+    assert main([str(b), str(a), "--figures", "cw_grpo,clip_cov", "--pool"]) == 0
+    out = capsys.readouterr().out
+    merged = pooled_figures([(str(a), _figures_of(1, 3, FIGURES)), (str(b), _figures_of(3, 3, LATER))], "cw_grpo",
+                            "clip_cov")
+    assert out.startswith(f"{b} + {a} taken together: cw_grpo against clip_cov\n\n{FIGURES_NOTE}\n")
+    assert figures_markdown(figure_rows(merged, "cw_grpo", "clip_cov"), "cw_grpo", "clip_cov") in out
+    b.write_text(json.dumps(_figures_of(4, 2, LATER, start=0.52)))
+    assert main([str(a), str(b), "--figures", "cw_grpo,clip_cov", "--pool"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{b}: not of {a}'s experiment" in captured.err

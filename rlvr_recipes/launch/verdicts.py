@@ -29,6 +29,10 @@ DOC`` the tables and the command that wrote them go into DOC between :data:`PUBL
 its methods (:func:`figure_rows`: the figures a report quotes beside its claims, each with its paired test):
 
     python -m rlvr_recipes.launch.verdicts benchmarks/lab_cw_clip_cov_237_summary.json --figures cw_grpo,clip_cov
+
+With ``--pool`` it prints one table of the figures of all the summaries' seeds taken together, where they are of one
+experiment (:func:`pooled_figures`); such a test is a later look at any figure one of the summaries was read for, and
+the level to read it at is the reader's (:data:`POCOCK_LEVEL`).
 """
 
 from __future__ import annotations
@@ -493,6 +497,43 @@ def figure_rows(summary: dict[str, Any], method: str, base: str) -> list[dict[st
     return rows
 
 
+def pooled_figures(summaries: Sequence[tuple[str, dict[str, Any]]], method: str, base: str) -> dict[str, Any]:
+    """Several summaries of one experiment, each of which ran ``method`` and ``base``, as one summary with their
+    figures by seed taken together, for :func:`figure_rows` (``--figures METHOD,BASE --pool``): the seeds of all of
+    them, a seed that two share taken once, from the first by first seed, as :func:`pooled` takes a claim's.
+
+    Returns ``{"figures_by_seed": {method: {figure: {seed: value}}}}``.
+
+    Raises:
+        ValueError: a summary that differs from the first in :data:`SETTINGS` or in its build (:func:`start_accuracy`),
+            one that keeps no figures by seed, or one without figures of ``method`` or ``base``, naming it.
+    """
+    ordered = sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0]))
+    first_name, first = ordered[0]
+    experiment = ([first["setup"].get(k) for k in SETTINGS], start_accuracy(first))
+    merged: dict[str, dict[str, dict[str, Any]]] = {}
+    taken: set[str] = set()
+    for name, summary in ordered:
+        mine = ([summary["setup"].get(k) for k in SETTINGS], start_accuracy(summary))
+        if mine != experiment:
+            raise ValueError(f"{name}: not of {first_name}'s experiment (settings {mine[0]}, build {mine[1]}; "
+                             f"{first_name}: {experiment[0]}, {experiment[1]}): their figures are not taken together")
+        by_seed = summary.get("figures_by_seed")
+        if not by_seed:
+            raise ValueError(f"{name}: this summary keeps no figures by seed (figures_by_seed): it was written before "
+                             "launch.compare kept them")
+        for m in (method, base):
+            if m not in by_seed:
+                raise ValueError(f"{name}: {m!r} is not a method of this summary (it has {', '.join(by_seed)})")
+        new = {str(s) for figures in by_seed.values() for values in figures.values() for s in values} - taken
+        for method, figures in by_seed.items():
+            for figure, values in figures.items():
+                merged.setdefault(method, {}).setdefault(figure, {}).update(
+                    {str(s): v for s, v in values.items() if str(s) in new})
+        taken |= new
+    return {"figures_by_seed": merged}
+
+
 def figures_markdown(rows: Sequence[dict[str, Any]], method: str, base: str) -> str:
     """:func:`figure_rows` as a Markdown table, a line per figure."""
     lines = [f"| figure | {method} | {base} | difference | 95 % interval | p | seeds above / below / paired |",
@@ -566,7 +607,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--publish", metavar="DOC", default=None,
                         help="write the table into DOC between its verdicts markers, after the command that wrote it")
     parser.add_argument("--pool", action="store_true",
-                        help="also test each paired claim once on the seeds of all the comparisons that made it alike")
+                        help="also test each paired claim once on the seeds of all the comparisons that made it alike; "
+                             "with --figures: one table of the figures of all the summaries' seeds taken together "
+                             "(summaries of one experiment: same settings and build)")
     parser.add_argument("--planned", metavar="[A.json+]B.json,C.json[:METHOD]", action="append", default=[],
                         help="with --pool: these summaries' comparisons were planned to be taken together before the "
                              "last of them ran, for METHOD's claims only where given (repeat for each such pooling); "
@@ -584,12 +627,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             methods = [m for m in args.figures.split(",") if m]
             if len(methods) != 2:
                 raise ValueError(f"--figures {args.figures!r}: give two methods, METHOD,BASE")
-            others = [flag for flag, given in (("--publish", args.publish), ("--pool", args.pool),
-                                               ("--planned", args.planned), ("--probe", args.probe)) if given]
+            others = [flag for flag, given in (("--publish", args.publish), ("--planned", args.planned),
+                                               ("--probe", args.probe)) if given]
             if others:
                 raise ValueError(f"--figures prints the figures instead of the verdicts: leave out {', '.join(others)}")
+            summaries = read_summaries(args.summaries)
+            if args.pool:
+                if len(summaries) < 2:
+                    raise ValueError("--figures with --pool takes the figures of two summaries or more together")
+                summaries = [(" + ".join(name for name, _ in summaries) + " taken together",
+                              pooled_figures(summaries, *methods))]
             tables = []
-            for name, summary in read_summaries(args.summaries):
+            for name, summary in summaries:
                 try:
                     tables.append((name, figure_rows(summary, *methods)))
                 except ValueError as exc:
