@@ -200,6 +200,32 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     return counts
 
 
+def greedy_accuracy(model_dir: str, data_path: str, reward_fn: Callable[..., Any], max_new_tokens: int,
+                    batch_prompts: int = 64) -> float:
+    """Fraction of the prompts of ``data_path`` whose greedy response (no sampling) ``reward_fn`` scores 1, rendered
+    as :func:`sample_correct_counts` renders them: on the held-out prompts, the trainer's validation before the first
+    step (a summary's ``held-out acc, start``), by which ``launch.verdicts`` and ``launch.replay`` tell one build of
+    the task from another."""
+    import pandas as pd
+    import torch
+
+    model, tokenizer = load_policy(model_dir)
+    df = pd.read_parquet(data_path)
+    prompts = render_prompts(tokenizer, df["prompt"])
+    right = 0
+    for start in range(0, len(prompts), batch_prompts):
+        enc = tokenizer(prompts[start : start + batch_prompts], return_tensors="pt", padding=True,
+                        add_special_tokens=False)
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
+                                 top_p=None, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        for row, text in enumerate(texts, start):
+            score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
+            right += int(float(score["score"] if isinstance(score, dict) else score) >= 1.0)
+    return right / len(prompts) if prompts else float("nan")
+
+
 def passk_curve(counts: np.ndarray, samples: int) -> dict[int, float]:
     """``{k: mean pass@k over problems}`` for k = 1, 2, 4, ... ``samples``."""
     n = np.full_like(counts, samples)

@@ -11,7 +11,10 @@ prints, against the lab's targets:
   populated (some prompts below 0.05, some above 0.95);
 - the expected advantage collapse rate at G = 8, the mean of p^8 + (1 - p)^8 (ACR paper 000 Sec. 3; target 0.3-0.7);
 - pass@1 and pass@k for k = 2, 4, ... ``--samples`` (unbiased estimator), and pass@64 - pass@1 (target >= 0.25);
-- the mean response length in tokens (target >= 10), and the median number of distinct correct responses per prompt.
+- the mean response length in tokens (target >= 10), and the median number of distinct correct responses per prompt;
+- ``greedy_acc``, the greedy accuracy: of the warm start on the held-out prompts, the trainer's validation before its
+  first step, which tells one build of the task from another (it depends on the CPU the warm start trained on; a
+  comparison pools and replays only with those of its build). ``--samples 1`` gives it in seconds.
 
 ``--fresh N`` measures on N new countdown problems instead (drawn with ``--fresh-seed``, none in the RL, held-out or
 warm-start sets): prompts on which no setting of the lab was chosen.
@@ -82,13 +85,15 @@ def write_fresh_prompts(path: str, count: int, seed: int) -> str:
 
 
 def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] = None, seed: int = 0,
-           prompts: Optional[str] = None) -> Callable[[Optional[str]], dict[str, Any]]:
+           prompts: Optional[str] = None, greedy: bool = False) -> Callable[[Optional[str]], dict[str, Any]]:
     """Build ``task`` if needed and return ``score(model_dir)``: the :func:`properties` of a model (None: the task's
     warm start) on ``prompts`` (a verl parquet file; default the held-out prompts). The task, its reward and its
     settings are set up once, so one scorer serves many models; ``score(model_dir, seed=s)`` draws from seed ``s``'s
-    keyed streams instead of ``seed``'s (a run's own, as :mod:`rlvr_recipes.launch.compare` scores it)."""
+    keyed streams instead of ``seed``'s (a run's own, as :mod:`rlvr_recipes.launch.compare` scores it). With
+    ``greedy`` the properties hold ``greedy_acc`` too (``compare.greedy_accuracy``: on the held-out prompts of the
+    warm start, the build's mark, a summary's ``held-out acc, start``)."""
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
-    from rlvr_recipes.launch.compare import sample_correct_counts
+    from rlvr_recipes.launch.compare import greedy_accuracy, sample_correct_counts
     from rlvr_recipes.reward.reference import reference_settings
     from verl.utils.import_utils import load_extern_object
 
@@ -100,7 +105,11 @@ def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] =
         record: dict[str, list] = {}
         counts = sample_correct_counts(model_dir or paths["model"], prompts or paths["test"], reward_fn, samples,
                                        settings["max_response_length"], seed=seed, record=record)
-        return properties(counts, samples, record)
+        props = properties(counts, samples, record)
+        if greedy:
+            props["greedy_acc"] = greedy_accuracy(model_dir or paths["model"], prompts or paths["test"], reward_fn,
+                                                  settings["max_response_length"])
+        return props
 
     return score
 
@@ -115,7 +124,7 @@ def measure(task: str = "countdown", samples: int = 64, model_dir: Optional[str]
         raise ValueError(f"--fresh draws countdown problems; the task is {task!r}")
     with tempfile.TemporaryDirectory() as tmp:
         prompts = write_fresh_prompts(f"{tmp}/fresh.parquet", fresh, fresh_seed) if fresh else None
-        return scorer(task, samples, tiny_dir, seed, prompts)(model_dir)
+        return scorer(task, samples, tiny_dir, seed, prompts, greedy=True)(model_dir)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
