@@ -64,7 +64,8 @@
 #                    updates a batch, on eight more seeds (249-256)")
 #   make lab-cw-clip-cov-237 CW-GRPO and Clip-Cov x 12 seeds from 237 (runs/lab_cw_clip_cov_237), two lanes;
 #                    writes benchmarks/lab_cw_clip_cov_237_summary.json (docs/lab.md's "CW-GRPO against Clip-Cov on
-#                    twelve seeds of this build")
+#                    twelve seeds of this build"); make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8 the same x 8
+#                    seeds from 257 (docs/lab.md's "CW-GRPO against Clip-Cov on eight seeds of the 0.520 build")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -279,8 +280,11 @@ lab-off-policy-%: $(STAMP)
 
 # CW-GRPO and verl's Clip-Cov (its defaults), the baseline of 003 Table 2, on 12 seeds of the build of seeds 93-236:
 # make lab-cw-clip-cov-237 (seeds 237-248), 003's accuracy claim against Clip-Cov on this build (docs/lab.md,
-# "CW-GRPO against Clip-Cov on twelve seeds of this build")
-LAB_CW_CLIP_COV_ARGS ?= --methods cw_grpo,clip_cov --seeds 12 --first-seed $* --steps 50 --passk-samples 64
+# "CW-GRPO against Clip-Cov on twelve seeds of this build"); make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8 (seeds
+# 257-264, the 0.520 build: docs/lab.md, "CW-GRPO against Clip-Cov on eight seeds of the 0.520 build")
+LAB_CW_CLIP_COV_SEEDS ?= 12
+LAB_CW_CLIP_COV_ARGS ?= --methods cw_grpo,clip_cov --seeds $(LAB_CW_CLIP_COV_SEEDS) --first-seed $* --steps 50 \
+	--passk-samples 64
 lab-cw-clip-cov-%: $(STAMP)
 	$(call lab_comparison,$(LAB_CW_CLIP_COV_ARGS),lab_cw_clip_cov_$*)
 
