@@ -590,6 +590,22 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     assert setup["first_seed"] == first_seed and setup["seeds"] == seeds
 
 
+def test_cw_clip_cov_on_eight_seeds_is_the_command_of_its_committed_summary():
+    """`make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8`, as docs/lab.md gives it ("CW-GRPO against Clip-Cov on eight
+    seeds of the 0.520 build"), runs the command its committed summary records and copies the summary there."""
+    import shlex
+
+    _, (train, copy) = _make_recipe("lab-cw-clip-cov-%", "257", {"LAB_CW_CLIP_COV_SEEDS": "8"})
+    with open(os.path.join(ROOT, "benchmarks", "lab_cw_clip_cov_257_summary.json")) as f:
+        setup = json.load(f)["setup"]
+    assert shlex.split(train) == shlex.split(setup["command"])
+    assert copy.split() == [*PUBLISH, "benchmarks/lab_cw_clip_cov_257_summary.json",
+                            "runs/lab_cw_clip_cov_257/summary.json"]
+    assert setup["methods"] == ["cw_grpo", "clip_cov"] and (setup["first_seed"], setup["seeds"]) == (257, 8)
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        assert "make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8\n" in f.read()
+
+
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
     """The group-size comparisons that ran with other methods or seeds (docs/lab.md gives each as `make
     lab-group-size-N LAB_GROUP_SIZE_MORE_ARGS="..."`): the pattern rule with those arguments runs the command the
