@@ -522,6 +522,8 @@ def test_pooled_figures_by_hand():
         pooled_figures([first, ("b.json", {**_figures_of(4, 2, LATER), "figures_by_seed": {}})], "cw_grpo", "clip_cov")
     with pytest.raises(ValueError, match="b.json: 'clip_cov' is not a method of this summary .it has cw_grpo.$"):
         pooled_figures([first, ("b.json", _figures_of(4, 2, {"cw_grpo": LATER["cw_grpo"]}))], "cw_grpo", "clip_cov")
+    with pytest.raises(ValueError, match="b.json: 'cw_grpo' is not a method of this summary .it has clip_cov.$"):
+        pooled_figures([first, ("b.json", _figures_of(4, 2, {"clip_cov": LATER["clip_cov"]}))], "cw_grpo", "clip_cov")
 
 
 def test_pooled_figures_on_the_command_line(tmp_path, capsys):

@@ -526,9 +526,9 @@ def pooled_figures(summaries: Sequence[tuple[str, dict[str, Any]]], method: str,
             if m not in by_seed:
                 raise ValueError(f"{name}: {m!r} is not a method of this summary (it has {', '.join(by_seed)})")
         new = {str(s) for figures in by_seed.values() for values in figures.values() for s in values} - taken
-        for method, figures in by_seed.items():
+        for ran, figures in by_seed.items():
             for figure, values in figures.items():
-                merged.setdefault(method, {}).setdefault(figure, {}).update(
+                merged.setdefault(ran, {}).setdefault(figure, {}).update(
                     {str(s): v for s, v in values.items() if str(s) in new})
         taken |= new
     return {"figures_by_seed": merged}
