@@ -149,6 +149,27 @@ def render_prompts(tokenizer: Any, messages: Sequence[Any]) -> list[str]:
     return [tokenizer.apply_chat_template(list(m), add_generation_prompt=True, tokenize=False) for m in messages]
 
 
+def _continue(model: Any, tokenizer: Any, enc: Any, max_new_tokens: int,
+              logits_processor: Optional[Any] = None) -> tuple[Any, list[str]]:
+    """``(generated ids, their texts)``: each encoded prompt of ``enc`` continued by argmax after
+    ``logits_processor`` (None: greedy; :func:`rlvr_recipes.cpu_backend.sampling.keyed_sampling`'s: a keyed draw)."""
+    import torch
+
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
+                             top_p=None, logits_processor=logits_processor, pad_token_id=tokenizer.pad_token_id,
+                             eos_token_id=tokenizer.eos_token_id)
+    generated = out[:, enc["input_ids"].shape[1] :]
+    return generated, tokenizer.batch_decode(generated, skip_special_tokens=True)
+
+
+def _is_right(reward_fn: Callable[..., Any], df: Any, row: int, text: str) -> bool:
+    """Whether ``reward_fn`` scores ``text`` 1 for row ``row`` of a verl parquet frame (its score, or a dict's
+    ``"score"``)."""
+    score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
+    return float(score["score"] if isinstance(score, dict) else score) >= 1.0
+
+
 def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..., Any], samples: int,
                           max_new_tokens: int, seed: int, batch_prompts: int = 64,
                           record: Optional[dict[str, list]] = None) -> np.ndarray:
@@ -162,7 +183,6 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     ``"distinct_correct"`` list each prompt's number of distinct correct responses.
     """
     import pandas as pd
-    import torch
 
     from rlvr_recipes.cpu_backend.sampling import keyed_sampling, request_key
 
@@ -177,19 +197,12 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
         keys = [request_key(seed, SCORING_STEP, ids[mask.bool()].tolist(), j % samples)
                 for j, (ids, mask) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]
         processors, _ = keyed_sampling(keys, enc["input_ids"].shape[1])
-        with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
-                                 top_p=None, logits_processor=processors, pad_token_id=tokenizer.pad_token_id,
-                                 eos_token_id=tokenizer.eos_token_id)
-        generated = out[:, enc["input_ids"].shape[1] :]
-        texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+        generated, texts = _continue(model, tokenizer, enc, max_new_tokens, processors)
         correct: dict[int, set[str]] = defaultdict(set)
         for j, text in enumerate(texts):
             row = start + j // samples
-            score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
-            score = score["score"] if isinstance(score, dict) else score
-            counts[row] += int(float(score) >= 1.0)
-            if float(score) >= 1.0:
+            if _is_right(reward_fn, df, row, text):
+                counts[row] += 1
                 correct[row].add(text)
         if record is not None:
             # tokens up to and including the first end-of-sequence (the rest is padding after it)
@@ -207,7 +220,6 @@ def greedy_accuracy(model_dir: str, data_path: str, reward_fn: Callable[..., Any
     step (a summary's ``held-out acc, start``), by which ``launch.verdicts`` and ``launch.replay`` tell one build of
     the task from another."""
     import pandas as pd
-    import torch
 
     model, tokenizer = load_policy(model_dir)
     df = pd.read_parquet(data_path)
@@ -216,13 +228,8 @@ def greedy_accuracy(model_dir: str, data_path: str, reward_fn: Callable[..., Any
     for start in range(0, len(prompts), batch_prompts):
         enc = tokenizer(prompts[start : start + batch_prompts], return_tensors="pt", padding=True,
                         add_special_tokens=False)
-        with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, temperature=None, top_k=None,
-                                 top_p=None, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-        texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        for row, text in enumerate(texts, start):
-            score = reward_fn(df["data_source"].iloc[row], text, df["reward_model"].iloc[row]["ground_truth"])
-            right += int(float(score["score"] if isinstance(score, dict) else score) >= 1.0)
+        _, texts = _continue(model, tokenizer, enc, max_new_tokens)
+        right += sum(_is_right(reward_fn, df, row, text) for row, text in enumerate(texts, start))
     return right / len(prompts) if prompts else float("nan")
 
 

@@ -278,6 +278,17 @@ def sequential_verdict(verdict: str, evidence: str, p: float, looks: int) -> tup
     return (verdict if reached else "cannot be judged"), evidence
 
 
+def _experiment(summary: dict[str, Any]) -> tuple[str, Optional[float]]:
+    """What makes comparisons runs of one experiment, to be taken together: their :data:`SETTINGS` and their build
+    (:func:`start_accuracy`)."""
+    return json.dumps([summary["setup"].get(k) for k in SETTINGS]), start_accuracy(summary)
+
+
+def _by_first_seed(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, summary)`` pairs in the order seeds are taken when they are pooled: by first seed, then name."""
+    return sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0]))
+
+
 def _pooled_row(title: str, made: Sequence[tuple[str, dict[str, Any]]], methods: list[str], higher: bool,
                 planned: bool, earlier: frozenset[str] = frozenset()) -> Optional[dict[str, Any]]:
     """One claim tested on the seeds of the ``made`` comparisons taken together (a seed they share is taken once,
@@ -335,9 +346,8 @@ def pooled(summaries: Sequence[tuple[str, dict[str, Any]]],
     plans = [(frozenset(_base(n) for n in plan.names), plan.method, frozenset(_base(n) for n in plan.earlier))
              for plan in planned]
     groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
-    for name, summary in sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0])):
-        setup = summary["setup"]
-        experiment = (json.dumps([setup.get(k) for k in SETTINGS]), start_accuracy(summary))
+    for name, summary in _by_first_seed(summaries):
+        experiment = _experiment(summary)
         for claim in summary["claims"]:
             values = claim.get("values") or {}
             if isinstance(values.get(DIFFERENCE), dict):
@@ -459,6 +469,19 @@ FIGURES_NOTE = ("Each figure the summary keeps by seed (`figures_by_seed`), comp
                 "and a table of them makes many.")
 
 
+def _figures_by_seed(summary: dict[str, Any], method: str, base: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """A summary's ``figures_by_seed``, raising ValueError where it keeps none (written before they were kept) or
+    none of ``method`` or ``base``, naming the methods it has."""
+    by_seed = summary.get("figures_by_seed")
+    if not by_seed:
+        raise ValueError("this summary keeps no figures by seed (figures_by_seed): it was written before "
+                         "launch.compare kept them")
+    for m in (method, base):
+        if m not in by_seed:
+            raise ValueError(f"{m!r} is not a method of this summary (it has {', '.join(by_seed)})")
+    return by_seed
+
+
 def figure_rows(summary: dict[str, Any], method: str, base: str) -> list[dict[str, Any]]:
     """Every figure a summary keeps by seed (``launch.compare``'s ``figures_by_seed``: ``{method: {figure: {seed:
     value}}}``) for two of its methods, compared seed by seed: ``method`` minus ``base`` on the seeds where both kept a
@@ -475,13 +498,7 @@ def figure_rows(summary: dict[str, Any], method: str, base: str) -> list[dict[st
     """
     from rlvr_recipes.launch.compare import paired_change
 
-    by_seed = summary.get("figures_by_seed")
-    if not by_seed:
-        raise ValueError("this summary keeps no figures by seed (figures_by_seed): it was written before "
-                         "launch.compare kept them")
-    for m in (method, base):
-        if m not in by_seed:
-            raise ValueError(f"{m!r} is not a method of this summary (it has {', '.join(by_seed)})")
+    by_seed = _figures_by_seed(summary, method, base)
     rows = []
     for figure, mine in by_seed[method].items():
         theirs = by_seed[base].get(figure, {})
@@ -508,23 +525,21 @@ def pooled_figures(summaries: Sequence[tuple[str, dict[str, Any]]], method: str,
         ValueError: a summary that differs from the first in :data:`SETTINGS` or in its build (:func:`start_accuracy`),
             one that keeps no figures by seed, or one without figures of ``method`` or ``base``, naming it.
     """
-    ordered = sorted(summaries, key=lambda ns: (min(seed_set(ns[1])), ns[0]))
+    ordered = _by_first_seed(summaries)
     first_name, first = ordered[0]
-    experiment = ([first["setup"].get(k) for k in SETTINGS], start_accuracy(first))
+    experiment = _experiment(first)
     merged: dict[str, dict[str, dict[str, Any]]] = {}
     taken: set[str] = set()
     for name, summary in ordered:
-        mine = ([summary["setup"].get(k) for k in SETTINGS], start_accuracy(summary))
+        mine = _experiment(summary)
         if mine != experiment:
-            raise ValueError(f"{name}: not of {first_name}'s experiment (settings {mine[0]}, build {mine[1]}; "
-                             f"{first_name}: {experiment[0]}, {experiment[1]}): their figures are not taken together")
-        by_seed = summary.get("figures_by_seed")
-        if not by_seed:
-            raise ValueError(f"{name}: this summary keeps no figures by seed (figures_by_seed): it was written before "
-                             "launch.compare kept them")
-        for m in (method, base):
-            if m not in by_seed:
-                raise ValueError(f"{name}: {m!r} is not a method of this summary (it has {', '.join(by_seed)})")
+            raise ValueError(f"{name}: not of {first_name}'s experiment (settings {json.loads(mine[0])}, build "
+                             f"{mine[1]}; {first_name}: {json.loads(experiment[0])}, {experiment[1]}): their figures "
+                             "are not taken together")
+        try:
+            by_seed = _figures_by_seed(summary, method, base)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
         new = {str(s) for figures in by_seed.values() for values in figures.values() for s in values} - taken
         for ran, figures in by_seed.items():
             for figure, values in figures.items():
