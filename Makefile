@@ -61,7 +61,8 @@
 #                    (runs/lab_off_policy_229), two lanes; writes benchmarks/lab_off_policy_229_summary.json
 #                    (docs/lab.md's "GRPO-N against GRPO at four updates a batch, on eight seeds of this build");
 #                    make lab-off-policy-249 the same x 8 seeds from 249 (docs/lab.md's "GRPO-N against GRPO at four
-#                    updates a batch, on eight more seeds (249-256)")
+#                    updates a batch, on eight more seeds (249-256)"); make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12
+#                    the same x 12 seeds from 265 (docs/lab.md's "... on twelve seeds of the 0.520 build (265-276)")
 #   make lab-cw-clip-cov-237 CW-GRPO and Clip-Cov x 12 seeds from 237 (runs/lab_cw_clip_cov_237), two lanes;
 #                    writes benchmarks/lab_cw_clip_cov_237_summary.json (docs/lab.md's "CW-GRPO against Clip-Cov on
 #                    twelve seeds of this build"); make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8 the same x 8
@@ -273,8 +274,12 @@ lab-gspo-n-%: $(STAMP)
 # build (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on eight seeds of this build"); make
 # lab-off-policy-249 (seeds 249-256), planned to be pooled with 229-236 for GRPO-N's claims, which its machine's build
 # of the task (0.520, not 0.555) did not allow (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on eight more
-# seeds (249-256)")
-LAB_OFF_POLICY_ARGS ?= --methods grpo_4mb,grpo_n_4mb --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+# seeds (249-256)"); make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12 (seeds 265-276), planned to be pooled with
+# 249-256, of its build (docs/lab.md, "GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
+# (265-276)")
+LAB_OFF_POLICY_SEEDS ?= 8
+LAB_OFF_POLICY_ARGS ?= --methods grpo_4mb,grpo_n_4mb --seeds $(LAB_OFF_POLICY_SEEDS) --first-seed $* --steps 50 \
+	--passk-samples 64
 lab-off-policy-%: $(STAMP)
 	$(call lab_comparison,$(LAB_OFF_POLICY_ARGS),lab_off_policy_$*)
 
