@@ -416,7 +416,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_gspo_n_205_summary.json benchmarks/lab_gspo_n_205_passk256.json \
 	benchmarks/lab_group_size_213_summary.json benchmarks/lab_group_size_221_summary.json \
 	benchmarks/lab_off_policy_229_summary.json benchmarks/lab_cw_clip_cov_237_summary.json \
-	benchmarks/lab_off_policy_249_summary.json benchmarks/lab_cw_clip_cov_257_summary.json
+	benchmarks/lab_off_policy_249_summary.json benchmarks/lab_cw_clip_cov_257_summary.json \
+	benchmarks/lab_off_policy_265_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -427,7 +428,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # 205-212 name 197-204 with 205-212, for GSPO-N's claims only, those of GSPO-N at k = 256 on 205-212 name the
 # rescoring of 197-204 with it, those of GRPO at G = 8 against G = 4 on 213-220 name 93-104 with 213-220, for
 # GRPO's claims at G = 8 only, and those of G = 4 against G = 2 on 221-228 name 93-98 and 105-112 with 221-228, for
-# the claims of G = 4 only); the summaries before '+'
+# the claims of G = 4 only, and those of GRPO-N at four updates a batch on 265-276 name 249-256 with 265-276, for
+# GRPO-N's claims only); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -447,7 +449,8 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
 	benchmarks/lab_group_size_99_summary.json+benchmarks/lab_group_size_213_summary.json:grpo \
 	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
-	benchmarks/lab_group_size_105_summary.json+benchmarks/lab_group_size_221_summary.json:grpo_g4
+	benchmarks/lab_group_size_105_summary.json+benchmarks/lab_group_size_221_summary.json:grpo_g4 \
+	benchmarks/lab_off_policy_249_summary.json+benchmarks/lab_off_policy_265_summary.json:grpo_n_4mb
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

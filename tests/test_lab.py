@@ -107,12 +107,65 @@ def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_
     assert len(train) == 24 and len(pd.read_parquet(paths["test"])) == 8
     assert all(len(info["ref_rewards"]) == 2 for info in train["extra_info"])
     with open(os.path.join(paths["model"], "warm_start.json")) as f:
-        assert json.load(f)["steps"] == 3
+        assert json.load(f)["steps"] == 3  # trained: no warm start ships for these settings
     # a second request with the same settings (a tuple among them) reuses the build
     before = os.path.getmtime(os.path.join(paths["model"], "model.safetensors"))
     assert build(str(tmp_path / "cd"), COUNTDOWN_MODEL, spec, warm_start_target=0.3, ref_samples=2,
                  ref_settings=settings) == paths
     assert os.path.getmtime(os.path.join(paths["model"], "model.safetensors")) == before
+
+
+def test_countdown_default_build_loads_the_shipped_warm_start_instead_of_training(tmp_path, monkeypatch):
+    """The countdown task's default warm start ships with the package: a default build copies it in (its SHA-256
+    checked and stamped), trains nothing, and is the build of its record (held-out greedy accuracy 0.520, one prompt
+    either way for a CPU whose kernels break a near tie otherwise); a build that trained its own is replaced by it."""
+    import rlvr_recipes.tiny_task.warmstart as warmstart
+    from rlvr_recipes.launch.compare import greedy_accuracy
+    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START
+    from rlvr_recipes.reward.countdown import compute_score
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, build, file_sha256, shipped_warm_start
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    record = shipped_warm_start(COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START)
+    assert record is not None and file_sha256(record["path"]) == record["sha256"]
+    trained = []
+
+    def train_instead(model_dir, spec, **kwargs):
+        trained.append(model_dir)
+        return {"steps": 0, "train_examples": 0, "loss": float("nan"), "seconds": 0.0}
+
+    monkeypatch.setattr(warmstart, "countdown_warm_start", train_instead)
+    out = str(tmp_path / "cd")
+    paths = build(out, COUNTDOWN_MODEL, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_samples=0,
+                  train_warm_start=True)
+    assert trained == [paths["model"]]
+    paths = build(out, COUNTDOWN_MODEL, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_samples=0)
+    assert trained == [paths["model"]], "the default build trained its warm start instead of loading the shipped one"
+    assert file_sha256(os.path.join(paths["model"], "model.safetensors")) == record["sha256"]
+    with open(os.path.join(paths["model"], "warm_start.json")) as f:
+        assert json.load(f) == {**record["warm_start"], "shipped": "countdown.safetensors", "sha256": record["sha256"]}
+    with open(os.path.join(out, "build.json")) as f:
+        assert json.load(f)["warm_start_sha256"] == record["sha256"]
+    assert greedy_accuracy(paths["model"], paths["test"], compute_score, 32) == pytest.approx(
+        record["held_out_greedy_acc"], abs=0.005)
+
+
+def test_a_damaged_shipped_warm_start_is_refused_naming_its_file(tmp_path, monkeypatch):
+    """A shipped file whose SHA-256 is not its record's (a Git LFS pointer, a damaged copy) is never loaded."""
+    import shutil
+
+    import rlvr_recipes.tiny_task.build as tiny_build
+    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    shipped = tmp_path / "warm_starts"
+    shipped.mkdir()
+    shutil.copy(os.path.join(tiny_build.SHIPPED_WARM_STARTS, "countdown.json"), shipped / "countdown.json")
+    (shipped / "countdown.safetensors").write_text("version https://git-lfs.github.com/spec/v1\n")
+    monkeypatch.setattr(tiny_build, "SHIPPED_WARM_STARTS", str(shipped))
+    with pytest.raises(ValueError, match=r"warm_starts/countdown.safetensors: SHA-256 \w+ is not its record's"):
+        tiny_build.build(str(tmp_path / "cd"), tiny_build.COUNTDOWN_MODEL, CountdownSpec(),
+                         warm_start_target=COUNTDOWN_WARM_START, ref_samples=0)
 
 
 def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
@@ -590,20 +643,26 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     assert setup["first_seed"] == first_seed and setup["seeds"] == seeds
 
 
-def test_cw_clip_cov_on_eight_seeds_is_the_command_of_its_committed_summary():
-    """`make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8`, as docs/lab.md gives it ("CW-GRPO against Clip-Cov on eight
-    seeds of the 0.520 build"), runs the command its committed summary records and copies the summary there."""
+@pytest.mark.parametrize("target,stem,variable,seeds,name,methods", [
+    ("lab-cw-clip-cov-%", "257", "LAB_CW_CLIP_COV_SEEDS", 8, "lab_cw_clip_cov_257", ["cw_grpo", "clip_cov"]),
+    ("lab-off-policy-%", "265", "LAB_OFF_POLICY_SEEDS", 12, "lab_off_policy_265", ["grpo_4mb", "grpo_n_4mb"]),
+])
+def test_pattern_target_with_its_seed_count_is_the_command_of_its_committed_summary(target, stem, variable, seeds,
+                                                                                     name, methods):
+    """`make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520
+    build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on
+    twelve seeds of the 0.520 build (265-276)"), as docs/lab.md gives them, run the command their committed summaries
+    record and copy the summary there."""
     import shlex
 
-    _, (train, copy) = _make_recipe("lab-cw-clip-cov-%", "257", {"LAB_CW_CLIP_COV_SEEDS": "8"})
-    with open(os.path.join(ROOT, "benchmarks", "lab_cw_clip_cov_257_summary.json")) as f:
+    _, (train, copy) = _make_recipe(target, stem, {variable: str(seeds)})
+    with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
     assert shlex.split(train) == shlex.split(setup["command"])
-    assert copy.split() == [*PUBLISH, "benchmarks/lab_cw_clip_cov_257_summary.json",
-                            "runs/lab_cw_clip_cov_257/summary.json"]
-    assert setup["methods"] == ["cw_grpo", "clip_cov"] and (setup["first_seed"], setup["seeds"]) == (257, 8)
+    assert copy.split() == [*PUBLISH, f"benchmarks/{name}_summary.json", f"runs/{name}/summary.json"]
+    assert setup["methods"] == methods and (setup["first_seed"], setup["seeds"]) == (int(stem), seeds)
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert "make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8\n" in f.read()
+        assert f"make {target.replace('%', stem)} {variable}={seeds}" in f.read()
 
 
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():

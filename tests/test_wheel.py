@@ -92,6 +92,8 @@ def test_the_wheel_ships_one_import_name_and_every_recipe(wheel: Path):
         assert f"rlvr_recipes/recipes/{paper.name}/settings.yaml" in names
         assert f"rlvr_recipes/recipes/{paper.name}/README.md" in names
     assert {f"rlvr_recipes/launch/{s}.sh" for s in ("common", "single_node", "ray_submit", "slurm")} <= set(names)
+    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "rlvr_recipes" / "tiny_task" / "warm_starts").iterdir()}
+    assert shipped and shipped <= set(names)
 
 
 def test_plugin_registers_everything_beside_shadowing_names(env: Path, user_dir: Path):

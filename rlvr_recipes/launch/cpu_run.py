@@ -265,9 +265,14 @@ TINY_DIR_HELP = ("where the task is built (default: runs/tiny for addition, runs
                  "there with its own task or model settings (python -m rlvr_recipes.tiny_task.build) is used as it is")
 
 
-def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition") -> dict[str, str]:
+def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition", train_warm_start: bool = False
+                ) -> dict[str, str]:
     """The tiny model (warm-started), tokenizer and data of ``task`` under ``tiny_dir`` (default: the task's
     folder), built on first use with the task's defaults.
+
+    The countdown task's default warm start ships with the package and is loaded, not trained
+    (:func:`rlvr_recipes.tiny_task.build.shipped_warm_start`); ``train_warm_start`` trains it on this machine
+    instead, giving this CPU's own build.
 
     A build already in ``tiny_dir`` whose task or model settings are not the defaults (one made with
     ``python -m rlvr_recipes.tiny_task.build`` or :func:`rlvr_recipes.tiny_task.build.build`, say a larger task or a
@@ -304,8 +309,9 @@ def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition") -> dict[
             print(f"[tiny] {tiny_dir}: a build with its own settings, used as it is", flush=True)
             return build(tiny_dir, TinyModelSpec(**stamp["model"]), own_task,
                          warm_start_target=stamp["warm_start_target"], ref_samples=stamp["ref_samples"],
-                         ref_settings=ref_settings)
-    return build(tiny_dir, model, task_spec, warm_start_target=target, ref_settings=ref_settings)
+                         ref_settings=ref_settings, train_warm_start=train_warm_start)
+    return build(tiny_dir, model, task_spec, warm_start_target=target, ref_settings=ref_settings,
+                 train_warm_start=train_warm_start)
 
 
 # ---------------------------------------------------------------------------------------------------- train

@@ -1,6 +1,6 @@
 """Build the embedded default locally: a character-level tokenizer, a tiny Llama-type causal LM and an addition task.
 
-Nothing is downloaded. Everything is deterministic in ``seed`` and written under one directory::
+Nothing is downloaded. Everything is seeded and written under one directory::
 
     <out>/model/       tokenizer + config + random-init (or warm-started) weights, loadable by AutoTokenizer and
                        AutoModelForCausalLM (verl's ``actor_rollout_ref.model.path``)
@@ -17,6 +17,13 @@ by :func:`rlvr_recipes.reward.countdown.compute_score`, and a warm start of ``sp
 With a warm start, every training row also carries ``extra_info["ref_rewards"]``: the rewards of ``ref_samples``
 responses of the initial (reference) model, which AAPO's advantage margin needs (see ``rlvr_recipes/launch/ref_rewards.py``).
 
+A warm start trains on the CPU, and the sums in its matrix products depend on the kernels the CPU runs them with, so
+the same seed gives other weights on another CPU (docs/lab.md, "A build of the task per CPU"). The countdown task's
+default warm start therefore ships with the package (:data:`SHIPPED_WARM_STARTS`, one file and its record per
+settings): a build whose settings are a shipped warm start's loads those weights, checked against the record's
+SHA-256, instead of training, so every machine starts its runs from the same model. ``train_warm_start=True`` trains
+it on the machine instead (to remake the file, or to see a CPU's own build).
+
 Why Llama and a character vocabulary: verl 0.9.1 swaps the tokenizer of ``model_type=qwen2`` models for its own
 Qwen handling, which needs a byte-level vocabulary; a Llama config keeps the plain tokenizer, and a character
 vocabulary (printable ASCII plus newline and tab) round-trips any ASCII text exactly, newlines included.
@@ -27,8 +34,10 @@ CLI: ``python -m rlvr_recipes.tiny_task.build --out runs/tiny`` (``--help`` for 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass
 from typing import Any, Optional, Union
 
@@ -213,6 +222,78 @@ def attach_reference_rewards(
     write_cache(attach_ref_rewards(df, responses, reward_fn, settings["reward_kwargs"]), train_path, settings, samples)
 
 
+#: The warm starts that ship with the package: ``<name>.safetensors`` and its record ``<name>.json`` (the build
+#: settings it was trained with, its SHA-256, the warm start's figures and the machine it was trained on).
+SHIPPED_WARM_STARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_starts")
+#: The settings of a build that decide its warm start's weights (the reference cache is made after the warm start).
+WARM_START_KEYS = ("model", "task", "warm_start_target", "version")
+
+
+def shipped_warm_start(
+    model: TinyModelSpec, task: Union[TaskSpec, CountdownSpec], warm_start_target: float
+) -> Optional[dict[str, Any]]:
+    """The record of the warm start shipped for these settings, its ``path`` added, or None if none is."""
+    if warm_start_target <= 0 or not os.path.isdir(SHIPPED_WARM_STARTS):
+        return None
+    settings = build_settings(model, task, warm_start_target)
+    wanted = {k: settings[k] for k in WARM_START_KEYS}
+    for name in sorted(os.listdir(SHIPPED_WARM_STARTS)):
+        if not name.endswith(".json"):
+            continue
+        record_path = os.path.join(SHIPPED_WARM_STARTS, name)
+        with open(record_path) as f:
+            record = json.load(f)
+        if record["settings"] == wanted:
+            return {**record, "path": os.path.splitext(record_path)[0] + ".safetensors"}
+    return None
+
+
+def file_sha256(path: str) -> str:
+    """The SHA-256 of the file at ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_shipped_warm_start(record: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the file if the shipped warm start of ``record`` (:func:`shipped_warm_start`) is
+    missing or is not the one its record names (its SHA-256 differs: a Git LFS pointer or a damaged copy)."""
+    path = record["path"]
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: the shipped warm start is missing (reinstall the package, or build with "
+                         "train_warm_start=True)")
+    sha = file_sha256(path)
+    if sha != record["sha256"]:
+        raise ValueError(f"{path}: SHA-256 {sha} is not its record's {record['sha256']} (a Git LFS pointer or a "
+                         "damaged copy; reinstall the package, or build with train_warm_start=True)")
+
+
+def load_shipped_warm_start(model_dir: str, record: dict[str, Any]) -> None:
+    """Put the shipped warm start of ``record`` (:func:`shipped_warm_start`) in place of the weights in ``model_dir``.
+
+    Raises:
+        ValueError: the shipped file fails :func:`check_shipped_warm_start`, or does not hold the tensors of the
+            model in ``model_dir``.
+    """
+    from safetensors import safe_open
+
+    check_shipped_warm_start(record)
+    path, sha = record["path"], record["sha256"]
+    target = os.path.join(model_dir, "model.safetensors")
+
+    def shapes(file: str) -> dict[str, tuple[int, ...]]:
+        with safe_open(file, framework="pt") as f:
+            return {key: tuple(f.get_slice(key).get_shape()) for key in f.keys()}
+
+    if shapes(path) != shapes(target):
+        raise ValueError(f"{path}: its tensors are not those of the model built in {model_dir}")
+    shutil.copyfile(path, target)
+    with open(os.path.join(model_dir, "warm_start.json"), "w") as f:
+        json.dump({**record["warm_start"], "shipped": os.path.basename(path), "sha256": sha}, f)
+
+
 def tiny_paths(out: str) -> dict[str, str]:
     """Where :func:`build` puts the model, the training and the held-out data under ``out`` (built or not)."""
     out = os.path.abspath(out)
@@ -229,10 +310,12 @@ def build_settings(
     warm_start_target: float = 0.0,
     ref_samples: int = 8,
     ref_settings: Optional[dict] = None,
+    warm_start_sha256: Optional[str] = None,
 ) -> dict[str, Any]:
     """The settings a build records in its ``build.json`` stamp, as the stamp reads back (tuples become lists).
 
-    The countdown task is marked by ``task["name"] == "countdown"`` (:func:`task_from_settings` reads it back).
+    The countdown task is marked by ``task["name"] == "countdown"`` (:func:`task_from_settings` reads it back);
+    ``warm_start_sha256`` names a shipped warm start the build loaded (a build that trained its own has none).
     """
     settings: dict[str, Any] = {
         "model": asdict(model),
@@ -246,6 +329,8 @@ def build_settings(
         settings["warm_start_eval_every"] = WARM_START_EVAL_EVERY
     if ref_settings is not None and warm_start_target > 0 and ref_samples > 0:
         settings["ref_settings"] = ref_settings
+    if warm_start_sha256 is not None:
+        settings["warm_start_sha256"] = warm_start_sha256
     return json.loads(json.dumps(settings))
 
 
@@ -264,6 +349,7 @@ def build(
     ref_samples: int = 8,
     force: bool = False,
     ref_settings: Optional[dict] = None,
+    train_warm_start: bool = False,
 ) -> dict[str, str]:
     """Build model, tokenizer and data under ``out`` unless a build with the same settings is already there.
 
@@ -272,11 +358,15 @@ def build(
     right), then caches ``ref_samples`` reference rewards per training prompt (AAPO). For the countdown task
     (``task`` a :class:`CountdownSpec`), ``warm_start_target`` > 0 runs
     :func:`rlvr_recipes.tiny_task.warmstart.countdown_warm_start` for ``task.warm_start_steps`` steps. Returns the paths
-    (``model``, ``train``, ``test``). A ``build.json`` stamp records the settings; a different request rebuilds.
+    (``model``, ``train``, ``test``). Where a warm start ships for these settings (:func:`shipped_warm_start`) it is
+    loaded instead, unless ``train_warm_start``. A ``build.json`` stamp records the settings (and the shipped warm
+    start's SHA-256); a different request rebuilds.
     """
     out = os.path.abspath(out)
     stamp_path = os.path.join(out, "build.json")
-    settings = build_settings(model, task, warm_start_target, ref_samples, ref_settings)
+    shipped = None if train_warm_start else shipped_warm_start(model, task, warm_start_target)
+    settings = build_settings(model, task, warm_start_target, ref_samples, ref_settings,
+                              warm_start_sha256=shipped["sha256"] if shipped else None)
     paths = tiny_paths(out)
     if not force and os.path.exists(stamp_path):
         with open(stamp_path) as f:
@@ -291,10 +381,16 @@ def build(
                 with open(stamp_path, "w") as f:
                     json.dump(settings, f, indent=1)
                 return paths
+    if shipped is not None:
+        check_shipped_warm_start(shipped)  # before the data are built
     build_tokenizer(paths["model"])
     build_model(paths["model"], model, seed=task.seed)
     build_data(os.path.join(out, "data"), task)
-    if warm_start_target > 0 and isinstance(task, CountdownSpec):
+    if shipped is not None:
+        load_shipped_warm_start(paths["model"], shipped)
+        print(f"[tiny] warm start: the shipped {os.path.basename(shipped['path'])} (trained on "
+              f"{shipped['trained_on']}; loss {shipped['warm_start']['loss']:.3f}), SHA-256 checked", flush=True)
+    elif warm_start_target > 0 and isinstance(task, CountdownSpec):
         from rlvr_recipes.tiny_task.warmstart import countdown_warm_start
 
         result = countdown_warm_start(paths["model"], task, steps=task.warm_start_steps, seed=task.seed)
