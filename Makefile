@@ -67,6 +67,9 @@
 #                    writes benchmarks/lab_cw_clip_cov_237_summary.json (docs/lab.md's "CW-GRPO against Clip-Cov on
 #                    twelve seeds of this build"); make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8 the same x 8
 #                    seeds from 257 (docs/lab.md's "CW-GRPO against Clip-Cov on eight seeds of the 0.520 build")
+#   make lab-w-reinforce-277 GRPO and W-REINFORCE x 12 seeds from 277 (runs/lab_w_reinforce_277), two lanes; writes
+#                    benchmarks/lab_w_reinforce_277_summary.json (docs/lab.md's "W-REINFORCE against GRPO on twelve
+#                    seeds of the 0.520 build (277-288)")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -292,6 +295,15 @@ LAB_CW_CLIP_COV_ARGS ?= --methods cw_grpo,clip_cov --seeds $(LAB_CW_CLIP_COV_SEE
 	--passk-samples 64
 lab-cw-clip-cov-%: $(STAMP)
 	$(call lab_comparison,$(LAB_CW_CLIP_COV_ARGS),lab_cw_clip_cov_$*)
+
+# GRPO and W-REINFORCE (lambda = 0.1), the baseline of 001 Table 2 "addressing GRPO's insufficient exploration", on 12
+# seeds of the 0.520 build: make lab-w-reinforce-277 (seeds 277-288; docs/lab.md, "W-REINFORCE against GRPO on twelve
+# seeds of the 0.520 build (277-288)")
+LAB_W_REINFORCE_SEEDS ?= 12
+LAB_W_REINFORCE_ARGS ?= --methods grpo,w_reinforce --seeds $(LAB_W_REINFORCE_SEEDS) --first-seed $* --steps 50 \
+	--passk-samples 64
+lab-w-reinforce-%: $(STAMP)
+	$(call lab_comparison,$(LAB_W_REINFORCE_ARGS),lab_w_reinforce_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
