@@ -619,6 +619,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-off-policy-%", "229", "lab_off_policy_229", 229, ["grpo_4mb", "grpo_n_4mb"], 8),
     ("lab-cw-clip-cov-%", "237", "lab_cw_clip_cov_237", 237, ["cw_grpo", "clip_cov"], 12),
     ("lab-off-policy-%", "249", "lab_off_policy_249", 249, ["grpo_4mb", "grpo_n_4mb"], 8),
+    ("lab-w-reinforce-%", "277", "lab_w_reinforce_277", 277, ["grpo", "w_reinforce"], 12),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds):
     """`make lab-group-size` (and `make lab-group-size-93` and `-96`, by the pattern rule) runs the command its
@@ -630,8 +631,9 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-gspo-n-197` ("GSPO-N against GSPO on eight seeds of this build"), `make lab-gspo-n-205` ("GSPO-N against
     GSPO on a second seed set of this build"), `make lab-off-policy-229` ("GRPO-N against GRPO at four updates a
     batch, on eight seeds of this build"), `make lab-cw-clip-cov-237` ("CW-GRPO against Clip-Cov on twelve seeds of
-    this build") and `make lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds
-    (249-256)")."""
+    this build"), `make lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds
+    (249-256)") and `make lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build
+    (277-288)")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem)
