@@ -70,6 +70,9 @@
 #   make lab-w-reinforce-277 GRPO and W-REINFORCE x 12 seeds from 277 (runs/lab_w_reinforce_277), two lanes; writes
 #                    benchmarks/lab_w_reinforce_277_summary.json (docs/lab.md's "W-REINFORCE against GRPO on twelve
 #                    seeds of the 0.520 build (277-288)")
+#   make lab-agrae-drgrpo-289 Dr.GRPO and Dr.GRPO + A-GRAE x 12 seeds from 289 (runs/lab_agrae_drgrpo_289), two
+#                    lanes; writes benchmarks/lab_agrae_drgrpo_289_summary.json (docs/lab.md's "A-GRAE on Dr.GRPO
+#                    against Dr.GRPO on twelve seeds of the 0.520 build (289-300)")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -304,6 +307,15 @@ LAB_W_REINFORCE_ARGS ?= --methods grpo,w_reinforce --seeds $(LAB_W_REINFORCE_SEE
 	--passk-samples 64
 lab-w-reinforce-%: $(STAMP)
 	$(call lab_comparison,$(LAB_W_REINFORCE_ARGS),lab_w_reinforce_$*)
+
+# Dr.GRPO and Dr.GRPO + A-GRAE, the Dr.GRPO rows of 001 Table 2, on 12 seeds of the 0.520 build: make
+# lab-agrae-drgrpo-289 (seeds 289-300; docs/lab.md, "A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520
+# build (289-300)")
+LAB_AGRAE_DRGRPO_SEEDS ?= 12
+LAB_AGRAE_DRGRPO_ARGS ?= --methods drgrpo,agrae_drgrpo --seeds $(LAB_AGRAE_DRGRPO_SEEDS) --first-seed $* --steps 50 \
+	--passk-samples 64
+lab-agrae-drgrpo-%: $(STAMP)
+	$(call lab_comparison,$(LAB_AGRAE_DRGRPO_ARGS),lab_agrae_drgrpo_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
