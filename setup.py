@@ -14,7 +14,7 @@ setup(
         "rlvr_recipes": ["recipes/*/*.md", "recipes/*/*.yaml", "recipes/*/*.txt"],
         "rlvr_recipes.configs": ["*.yaml", "*/*.yaml"],
         "rlvr_recipes.launch": ["*.sh"],
-        # the countdown task's warm start (rlvr_recipes/tiny_task/build.py, SHIPPED_WARM_STARTS) and its record
+        # the tasks' default warm starts (rlvr_recipes/tiny_task/build.py, SHIPPED_WARM_STARTS) and their records
         "rlvr_recipes.tiny_task": ["warm_starts/*.safetensors", "warm_starts/*.json"],
         "": ["*.json", "*.jsonl"],
     },

@@ -115,39 +115,53 @@ def test_countdown_build_warm_starts_caches_reference_rewards_and_is_reused(tmp_
     assert os.path.getmtime(os.path.join(paths["model"], "model.safetensors")) == before
 
 
-def test_countdown_default_build_loads_the_shipped_warm_start_instead_of_training(tmp_path, monkeypatch):
-    """The countdown task's default warm start ships with the package: a default build copies it in (its SHA-256
-    checked and stamped), trains nothing, and is the build of its record (held-out greedy accuracy 0.520, one prompt
-    either way for a CPU whose kernels break a near tie otherwise); a build that trained its own is replaced by it."""
+@pytest.mark.parametrize("task", ["countdown", "addition"])
+def test_default_build_loads_the_shipped_warm_start_instead_of_training(task, tmp_path, monkeypatch):
+    """Each task's default warm start ships with the package: a default build copies it in (its SHA-256 checked and
+    stamped), trains nothing, and is the build of its record (held-out greedy accuracy: 0.520 for the countdown task,
+    0.58 for the addition task's 100 prompts; one prompt either way for a CPU whose kernels break a near tie
+    otherwise); a build that trained its own is replaced by it."""
+    import pandas as pd
+
     import rlvr_recipes.tiny_task.warmstart as warmstart
     from rlvr_recipes.launch.compare import greedy_accuracy
-    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START
-    from rlvr_recipes.reward.countdown import compute_score
-    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, build, file_sha256, shipped_warm_start
+    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START, WARM_START_TARGET, compose, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build, file_sha256, shipped_warm_start
     from rlvr_recipes.tiny_task.countdown import CountdownSpec
+    from rlvr_recipes.tiny_task.task import TaskSpec
+    from verl.utils.import_utils import load_extern_object
 
-    record = shipped_warm_start(COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START)
+    if task == "countdown":
+        model, spec, target, trainer = COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START, "countdown_warm_start"
+    else:
+        model, spec, target, trainer = TinyModelSpec(), TaskSpec(), WARM_START_TARGET, "warm_start"
+    record = shipped_warm_start(model, spec, target)
     assert record is not None and file_sha256(record["path"]) == record["sha256"]
+    assert os.path.basename(record["path"]) == f"{task}.safetensors"
     trained = []
 
     def train_instead(model_dir, spec, **kwargs):
         trained.append(model_dir)
-        return {"steps": 0, "train_examples": 0, "loss": float("nan"), "seconds": 0.0}
+        return {"steps": 0, "train_examples": 0, "loss": float("nan"), "seconds": 0.0, "test_acc_sampled_before": 0.0,
+                "test_acc_sampled": 0.0, "test_acc_greedy": 0.0}
 
-    monkeypatch.setattr(warmstart, "countdown_warm_start", train_instead)
-    out = str(tmp_path / "cd")
-    paths = build(out, COUNTDOWN_MODEL, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_samples=0,
-                  train_warm_start=True)
+    monkeypatch.setattr(warmstart, trainer, train_instead)
+    out = str(tmp_path / task)
+    paths = build(out, model, spec, warm_start_target=target, ref_samples=0, train_warm_start=True)
     assert trained == [paths["model"]]
-    paths = build(out, COUNTDOWN_MODEL, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_samples=0)
+    paths = build(out, model, spec, warm_start_target=target, ref_samples=0)
     assert trained == [paths["model"]], "the default build trained its warm start instead of loading the shipped one"
     assert file_sha256(os.path.join(paths["model"], "model.safetensors")) == record["sha256"]
     with open(os.path.join(paths["model"], "warm_start.json")) as f:
-        assert json.load(f) == {**record["warm_start"], "shipped": "countdown.safetensors", "sha256": record["sha256"]}
+        assert json.load(f) == {**record["warm_start"], "shipped": f"{task}.safetensors", "sha256": record["sha256"]}
     with open(os.path.join(out, "build.json")) as f:
         assert json.load(f)["warm_start_sha256"] == record["sha256"]
-    assert greedy_accuracy(paths["model"], paths["test"], compute_score, 32) == pytest.approx(
-        record["held_out_greedy_acc"], abs=0.005)
+    settings = reference_settings(compose(list(embedded_task(task).overrides)))
+    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    one_prompt = 1 / len(pd.read_parquet(paths["test"]))
+    assert greedy_accuracy(paths["model"], paths["test"], reward_fn, settings["max_response_length"]) == \
+        pytest.approx(record["held_out_greedy_acc"], abs=one_prompt + 1e-9)
 
 
 def test_a_damaged_shipped_warm_start_is_refused_naming_its_file(tmp_path, monkeypatch):

@@ -13,6 +13,9 @@ floating-point reductions change the warm start's trajectory, and the rise follo
 - build at greedy 0.51 (another machine, 2 threads), seeds 0-4 and seed 0 again: +0.235, +0.265, +0.20, +0.21,
   +0.18, +0.21.
 
+The default build now loads the shipped warm start, the 0.58 build (rlvr_recipes/tiny_task/warm_starts/addition.json),
+on every machine, so the first row is the band of every machine's start; the runs still differ with the CPU's kernels.
+
 The threshold, +0.03, is half the lowest run measured. A change that breaks learning falls below it: without
 updates the greedy accuracy stays exactly where it started (a rise of 0), a sign error in an advantage lowers it.
 """

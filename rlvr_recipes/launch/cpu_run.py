@@ -270,7 +270,7 @@ def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition", train_wa
     """The tiny model (warm-started), tokenizer and data of ``task`` under ``tiny_dir`` (default: the task's
     folder), built on first use with the task's defaults.
 
-    The countdown task's default warm start ships with the package and is loaded, not trained
+    Each task's default warm start ships with the package and is loaded, not trained
     (:func:`rlvr_recipes.tiny_task.build.shipped_warm_start`); ``train_warm_start`` trains it on this machine
     instead, giving this CPU's own build.
 

@@ -18,8 +18,9 @@ With a warm start, every training row also carries ``extra_info["ref_rewards"]``
 responses of the initial (reference) model, which AAPO's advantage margin needs (see ``rlvr_recipes/launch/ref_rewards.py``).
 
 A warm start trains on the CPU, and the sums in its matrix products depend on the kernels the CPU runs them with, so
-the same seed gives other weights on another CPU (docs/lab.md, "A build of the task per CPU"). The countdown task's
-default warm start therefore ships with the package (:data:`SHIPPED_WARM_STARTS`, one file and its record per
+the same seed gives other weights on another CPU (docs/lab.md, "A build of the task per CPU"; for the addition task,
+whose warm start stops at a target, docs/cpu.md, "Why the rise differs from machine to machine"). The default warm
+start of each task therefore ships with the package (:data:`SHIPPED_WARM_STARTS`, one file and its record per
 settings): a build whose settings are a shipped warm start's loads those weights, checked against the record's
 SHA-256, instead of training, so every machine starts its runs from the same model. ``train_warm_start=True`` trains
 it on the machine instead (to remake the file, or to see a CPU's own build).
@@ -225,8 +226,9 @@ def attach_reference_rewards(
 #: The warm starts that ship with the package: ``<name>.safetensors`` and its record ``<name>.json`` (the build
 #: settings it was trained with, its SHA-256, the warm start's figures and the machine it was trained on).
 SHIPPED_WARM_STARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_starts")
-#: The settings of a build that decide its warm start's weights (the reference cache is made after the warm start).
-WARM_START_KEYS = ("model", "task", "warm_start_target", "version")
+#: The settings of a build that decide its warm start's weights (the reference cache is made after the warm start);
+#: ``warm_start_eval_every`` (how often the addition warm start checks its target) only where a build records it.
+WARM_START_KEYS = ("model", "task", "warm_start_target", "version", "warm_start_eval_every")
 
 
 def shipped_warm_start(
@@ -236,7 +238,7 @@ def shipped_warm_start(
     if warm_start_target <= 0 or not os.path.isdir(SHIPPED_WARM_STARTS):
         return None
     settings = build_settings(model, task, warm_start_target)
-    wanted = {k: settings[k] for k in WARM_START_KEYS}
+    wanted = {k: settings[k] for k in WARM_START_KEYS if k in settings}
     for name in sorted(os.listdir(SHIPPED_WARM_STARTS)):
         if not name.endswith(".json"):
             continue
