@@ -125,17 +125,12 @@ def test_default_build_loads_the_shipped_warm_start_instead_of_training(task, tm
 
     import rlvr_recipes.tiny_task.warmstart as warmstart
     from rlvr_recipes.launch.compare import greedy_accuracy
-    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START, WARM_START_TARGET, compose, embedded_task
-    from rlvr_recipes.reward.reference import reference_settings
-    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build, file_sha256, shipped_warm_start
-    from rlvr_recipes.tiny_task.countdown import CountdownSpec
-    from rlvr_recipes.tiny_task.task import TaskSpec
-    from verl.utils.import_utils import load_extern_object
+    from rlvr_recipes.launch.cpu_run import compose, default_build, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings, settings_reward
+    from rlvr_recipes.tiny_task.build import build, file_sha256, shipped_warm_start
 
-    if task == "countdown":
-        model, spec, target, trainer = COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START, "countdown_warm_start"
-    else:
-        model, spec, target, trainer = TinyModelSpec(), TaskSpec(), WARM_START_TARGET, "warm_start"
+    model, spec, target = default_build(task)
+    trainer = "countdown_warm_start" if task == "countdown" else "warm_start"
     record = shipped_warm_start(model, spec, target)
     assert record is not None and file_sha256(record["path"]) == record["sha256"]
     assert os.path.basename(record["path"]) == f"{task}.safetensors"
@@ -158,10 +153,9 @@ def test_default_build_loads_the_shipped_warm_start_instead_of_training(task, tm
     with open(os.path.join(out, "build.json")) as f:
         assert json.load(f)["warm_start_sha256"] == record["sha256"]
     settings = reference_settings(compose(list(embedded_task(task).overrides)))
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
     one_prompt = 1 / len(pd.read_parquet(paths["test"]))
-    assert greedy_accuracy(paths["model"], paths["test"], reward_fn, settings["max_response_length"]) == \
-        pytest.approx(record["held_out_greedy_acc"], abs=one_prompt + 1e-9)
+    accuracy = greedy_accuracy(paths["model"], paths["test"], settings_reward(settings), settings["max_response_length"])
+    assert accuracy == pytest.approx(record["held_out_greedy_acc"], abs=one_prompt + 1e-9)
 
 
 def test_a_damaged_shipped_warm_start_is_refused_naming_its_file(tmp_path, monkeypatch):

@@ -622,8 +622,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     """
     from rlvr_recipes.launch.cpu_run import (compose, embedded_task, ensure_tiny, registered, run_overrides,
                                              start_cluster_runs)
-    from rlvr_recipes.reward.reference import reference_settings
-    from verl.utils.import_utils import load_extern_object
+    from rlvr_recipes.reward.reference import reference_settings, settings_reward
 
     out = os.path.abspath(out)
     extra = [*embedded_task(task).overrides, *extra]
@@ -631,7 +630,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     estimators, _ = registered()
     # the held-out samples are scored by the runs' reward and cut at the runs' response length
     settings = reference_settings(compose(run_overrides("grpo", paths, out, steps, extra=extra, estimators=estimators)))
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    reward_fn = settings_reward(settings)
     max_new = settings["max_response_length"]
     seed_list = range(first_seed, first_seed + seeds)
     specs = run_specs(methods, seed_list, steps, out)

@@ -265,6 +265,19 @@ TINY_DIR_HELP = ("where the task is built (default: runs/tiny for addition, runs
                  "there with its own task or model settings (python -m rlvr_recipes.tiny_task.build) is used as it is")
 
 
+def default_build(task: str) -> tuple[Any, Any, float]:
+    """``(model, task_spec, warm_start_target)`` of ``task``'s default build, the one :func:`ensure_tiny` makes and
+    whose warm start ships: a :class:`rlvr_recipes.tiny_task.build.TinyModelSpec`, a ``TaskSpec`` or
+    ``CountdownSpec``, and the warm-start target."""
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+    from rlvr_recipes.tiny_task.task import TaskSpec
+
+    if task == "countdown":
+        return COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START
+    return TinyModelSpec(), TaskSpec(), WARM_START_TARGET
+
+
 def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition", train_warm_start: bool = False
                 ) -> dict[str, str]:
     """The tiny model (warm-started), tokenizer and data of ``task`` under ``tiny_dir`` (default: the task's
@@ -283,18 +296,12 @@ def ensure_tiny(tiny_dir: Optional[str] = None, task: str = "addition", train_wa
         ValueError: ``tiny_dir`` holds a build of another task (naming its ``build.json``).
     """
     from rlvr_recipes.reward.reference import reference_settings
-    from rlvr_recipes.tiny_task.build import (COUNTDOWN_MODEL, TinyModelSpec, build, build_settings,
-                                              task_from_settings)
-    from rlvr_recipes.tiny_task.countdown import CountdownSpec
-    from rlvr_recipes.tiny_task.task import TaskSpec
+    from rlvr_recipes.tiny_task.build import TinyModelSpec, build, build_settings, task_from_settings
 
     spec = embedded_task(task)
     # AAPO's reference cache sampled and scored as the CPU runs sample and score (the trainer refuses a mismatch)
     ref_settings = reference_settings(compose(list(spec.overrides)))
-    if task == "countdown":
-        model, task_spec, target = COUNTDOWN_MODEL, CountdownSpec(), COUNTDOWN_WARM_START
-    else:
-        model, task_spec, target = TinyModelSpec(), TaskSpec(), WARM_START_TARGET
+    model, task_spec, target = default_build(task)
     tiny_dir = tiny_dir or spec.tiny_dir
     stamp_path = os.path.join(tiny_dir, "build.json")
     if os.path.exists(stamp_path):

@@ -94,12 +94,11 @@ def scorer(task: str = "countdown", samples: int = 64, tiny_dir: Optional[str] =
     warm start, the build's mark, a summary's ``held-out acc, start``)."""
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
     from rlvr_recipes.launch.compare import greedy_accuracy, sample_correct_counts
-    from rlvr_recipes.reward.reference import reference_settings
-    from verl.utils.import_utils import load_extern_object
+    from rlvr_recipes.reward.reference import reference_settings, settings_reward
 
     paths = ensure_tiny(tiny_dir, task)
     settings = reference_settings(compose(list(embedded_task(task).overrides)))
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    reward_fn = settings_reward(settings)
 
     def score(model_dir: Optional[str] = None, seed: int = seed) -> dict[str, Any]:
         record: dict[str, list] = {}

@@ -70,6 +70,14 @@ def reference_settings(config: Any) -> dict[str, Any]:
     }
 
 
+def settings_reward(settings: dict[str, Any]) -> Callable[..., Any]:
+    """The reward function a :func:`reference_settings` dict names (its ``reward_path`` and ``reward_name``), loaded
+    as verl's trainer loads ``reward.custom_reward_function``."""
+    from verl.utils.import_utils import load_extern_object
+
+    return load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+
+
 def write_cache(df: pd.DataFrame, path: str, settings: dict[str, Any], samples: int) -> None:
     """Write the cache ``df`` to parquet with ``settings`` (and M = ``samples``) in the file's metadata."""
     import pyarrow as pa

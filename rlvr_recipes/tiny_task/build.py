@@ -197,8 +197,7 @@ def attach_reference_rewards(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr_recipes.reward.reference import attach_ref_rewards, write_cache
-    from verl.utils.import_utils import load_extern_object
+    from rlvr_recipes.reward.reference import attach_ref_rewards, settings_reward, write_cache
 
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
@@ -219,8 +218,8 @@ def attach_reference_rewards(
                                  temperature=settings["temperature"], top_k=None, top_p=settings["top_p"], pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
         texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         responses += [texts[i : i + samples] for i in range(0, len(texts), samples)]
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
-    write_cache(attach_ref_rewards(df, responses, reward_fn, settings["reward_kwargs"]), train_path, settings, samples)
+    write_cache(attach_ref_rewards(df, responses, settings_reward(settings), settings["reward_kwargs"]), train_path,
+                settings, samples)
 
 
 #: The warm starts that ship with the package: ``<name>.safetensors`` and its record ``<name>.json`` (the build
