@@ -73,6 +73,9 @@
 #   make lab-agrae-drgrpo-289 Dr.GRPO and Dr.GRPO + A-GRAE x 12 seeds from 289 (runs/lab_agrae_drgrpo_289), two
 #                    lanes; writes benchmarks/lab_agrae_drgrpo_289_summary.json (docs/lab.md's "A-GRAE on Dr.GRPO
 #                    against Dr.GRPO on twelve seeds of the 0.520 build (289-300)")
+#   make lab-agrae-dapo-301 DAPO as 001 ran it and A-GRAE on it x 12 seeds from 301 (runs/lab_agrae_dapo_301), two
+#                    lanes; writes benchmarks/lab_agrae_dapo_301_summary.json (docs/lab.md's "A-GRAE on DAPO against
+#                    DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -316,6 +319,15 @@ LAB_AGRAE_DRGRPO_ARGS ?= --methods drgrpo,agrae_drgrpo --seeds $(LAB_AGRAE_DRGRP
 	--passk-samples 64
 lab-agrae-drgrpo-%: $(STAMP)
 	$(call lab_comparison,$(LAB_AGRAE_DRGRPO_ARGS),lab_agrae_drgrpo_$*)
+
+# DAPO as 001 ran it for Table 2 (dapo_001: no dynamic sampling, binary reward; App. C.2) and A-GRAE on it, the DAPO rows
+# of 001 Table 2, on 12 seeds of the 0.520 build: make lab-agrae-dapo-301 (seeds 301-312; docs/lab.md, "A-GRAE on DAPO
+# against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
+LAB_AGRAE_DAPO_SEEDS ?= 12
+LAB_AGRAE_DAPO_ARGS ?= --methods dapo_001,agrae_dapo_001 --seeds $(LAB_AGRAE_DAPO_SEEDS) --first-seed $* --steps 50 \
+	--passk-samples 64
+lab-agrae-dapo-%: $(STAMP)
+	$(call lab_comparison,$(LAB_AGRAE_DAPO_ARGS),lab_agrae_dapo_$*)
 
 # the runs behind docs/lab.md's "GRPO's positive advantages scaled up and down": 001's Control Experiment I (Sec. 4.1,
 # Table 1a), GRPO with its positive advantages x 10 and / 10 (algorithm.agrae.beta), on the build of seeds 93-116
