@@ -633,6 +633,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
      {"LAB_OFF_POLICY_SEEDS": "12"}),
     ("lab-w-reinforce-%", "277", "lab_w_reinforce_277", 277, ["grpo", "w_reinforce"], 12, {}),
     ("lab-agrae-drgrpo-%", "289", "lab_agrae_drgrpo_289", 289, ["drgrpo", "agrae_drgrpo"], 12, {}),
+    ("lab-agrae-dapo-%", "301", "lab_agrae_dapo_301", 301, ["dapo_001", "agrae_dapo_001"], 12, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
@@ -647,8 +648,9 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     batch, on eight seeds of this build"), `make lab-cw-clip-cov-237` ("CW-GRPO against Clip-Cov on twelve seeds of
     this build"), `make lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds
     (249-256)"), `make lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build
-    (277-288)") and `make lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520
-    build (289-300)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so:
+    (277-288)"), `make lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build
+    (289-300)") and `make lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the
+    0.520 build (301-312)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so:
     `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520
     build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on
     twelve seeds of the 0.520 build (265-276)")."""
