@@ -320,9 +320,9 @@ LAB_AGRAE_DRGRPO_ARGS ?= --methods drgrpo,agrae_drgrpo --seeds $(LAB_AGRAE_DRGRP
 lab-agrae-drgrpo-%: $(STAMP)
 	$(call lab_comparison,$(LAB_AGRAE_DRGRPO_ARGS),lab_agrae_drgrpo_$*)
 
-# DAPO as 001 ran it for Table 2 (dapo_001: no dynamic sampling, binary reward; App. C.2) and A-GRAE on it, the DAPO rows
-# of 001 Table 2, on 12 seeds of the 0.520 build: make lab-agrae-dapo-301 (seeds 301-312; docs/lab.md, "A-GRAE on DAPO
-# against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
+# DAPO as 001 ran it for Table 2 (dapo_001: no dynamic sampling, binary reward; App. C.2) and A-GRAE on it, the DAPO
+# rows of 001 Table 2, on 12 seeds of the 0.520 build: make lab-agrae-dapo-301 (seeds 301-312; docs/lab.md, "A-GRAE on
+# DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
 LAB_AGRAE_DAPO_SEEDS ?= 12
 LAB_AGRAE_DAPO_ARGS ?= --methods dapo_001,agrae_dapo_001 --seeds $(LAB_AGRAE_DAPO_SEEDS) --first-seed $* --steps 50 \
 	--passk-samples 64

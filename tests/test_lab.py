@@ -650,8 +650,8 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     (249-256)"), `make lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build
     (277-288)"), `make lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build
     (289-300)") and `make lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the
-    0.520 build (301-312)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so:
-    `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520
+    0.520 build (301-312)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives
+    them so: `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520
     build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on
     twelve seeds of the 0.520 build (265-276)")."""
     import shlex
