@@ -11,7 +11,8 @@ import verl  # noqa: F401
 from rlvr_recipes.advantage.estimators import AAPOOptions, AGRAEOptions, AVSPOOptions, SignOptions, WReinforceOptions
 from rlvr_recipes.advantage.options import option_defaults
 
-DOC = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs" / "methods.md").read_text()
 
 
 def _same(shown: str, default) -> bool:
@@ -41,3 +42,20 @@ def test_small_sections_listed():
         line = next(l for l in DOC.splitlines() if l.startswith(f"### `algorithm.{section}.*`"))
         for f in fields(cls):
             assert f"`{f.name}`" in line
+
+
+@pytest.mark.parametrize("method", ["aapo", "agrae", "avspo", "cw_grpo", "grpo_n"])
+def test_recipe_readme_quotes_the_lab_figures_that_docs_lab_gives(method):
+    """Each recipe README's "On the CPU lab" paragraph is written from docs/lab.md: every 95 % interval (``[a, b]``)
+    and every p-value (``p 0.0030``) it quotes appears in docs/lab.md too, so a mistyped or stale figure fails here."""
+    lab = " ".join((ROOT / "docs" / "lab.md").read_text().split())
+    readme = (ROOT / "rlvr_recipes" / "recipes" / method / "README.md").read_text()
+    start = readme.index("**On the CPU lab**")
+    paragraph = " ".join(readme[start : readme.index("\n\n", start)].split())
+    intervals = re.findall(r"\[[-+]\d\.\d+, [-+]\d\.\d+\]", paragraph)
+    p_values = re.findall(r"\bp (\d[\d.e-]*\d)", paragraph)
+    assert paragraph.startswith("**On the CPU lab** (docs/lab.md")
+    for interval in intervals:
+        assert interval in lab, interval
+    for p in p_values:
+        assert re.search(rf"\bp (=|is )?{re.escape(p)}\b", lab), f"p {p}"
