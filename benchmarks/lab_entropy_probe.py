@@ -267,15 +267,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = "python benchmarks/lab_entropy_probe.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     import pandas as pd
-    from verl.utils.import_utils import load_extern_object
 
     from rlvr_recipes.launch.cpu_run import compose, embedded_task, ensure_tiny
-    from rlvr_recipes.reward.reference import reference_settings
+    from rlvr_recipes.reward.reference import reference_settings, settings_reward
 
     torch.manual_seed(0)
     paths = ensure_tiny(args.tiny_dir, "countdown")
     settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
-    reward_fn = load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
+    reward_fn = settings_reward(settings)
     if args.final:
         return _final(args, command, paths, settings["max_response_length"])
     models: list[tuple[Optional[str], str]] = [(None, paths["model"])]

@@ -213,6 +213,19 @@ def test_reference_cache_mismatch_is_refused_naming_both(tmp_path, monkeypatch, 
         check_training_run(cached, [path])
 
 
+def test_the_reward_of_reference_settings_is_the_one_the_config_names():
+    """``settings_reward`` loads the reward a composed config names (the CPU config's countdown reward), and without a
+    path the recipes' default, this package's math reward: the one loader for the reference cache, the
+    ``ref_rewards`` command, ``launch.compare`` and ``task_properties``."""
+    from rlvr_recipes.launch.cpu_run import compose, embedded_task
+    from rlvr_recipes.reward import countdown, math_reward
+    from rlvr_recipes.reward.reference import reference_settings, settings_reward
+
+    settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    assert settings_reward(settings) is countdown.compute_score
+    assert settings_reward({**settings, "reward_path": None}) is math_reward.compute_score
+
+
 def test_batch_keys_path_matches_plain_grpo_on_single_turn_rows():
     """With TransferQueue keys ({uid}_{session}_{index}), the step uses verl's multi-trajectory GRPO like the stock
     v1 trainer; on single-turn rows it must equal plain GRPO."""

@@ -24,13 +24,14 @@ import argparse
 import json
 import math
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 
 from rlvr_recipes import CONFIG_DIR
 from rlvr_recipes.launch.evaluate import generate
-from rlvr_recipes.reward.reference import attach_ref_rewards, planned_epochs, reference_settings, reuse_warning, write_cache
+from rlvr_recipes.reward.reference import (attach_ref_rewards, planned_epochs, reference_settings, reuse_warning,
+                                           settings_reward, write_cache)
 
 
 
@@ -40,17 +41,6 @@ def compose_recipe(name: str, overrides: Sequence[str] = ()) -> Any:
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         return compose(config_name=name, overrides=list(overrides))
-
-
-def load_reward_fn(path: Optional[str], name: str) -> Callable[..., object]:
-    """The training reward: verl's custom reward function (``path`` a file or ``pkg://module``, ``name``)."""
-    if not path:
-        from rlvr_recipes.reward.math_reward import compute_score
-
-        return compute_score
-    from verl.utils.import_utils import load_extern_object
-
-    return load_extern_object(module_path=path, object_name=name)
 
 
 def default_samples(config: Any, num_prompts: int) -> int:
@@ -97,8 +87,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     warning = reuse_warning(samples, group, epochs)
     if warning:
         print(f"[ref_rewards] WARNING: {warning}", flush=True)
-    reward_fn = load_reward_fn(settings["reward_path"], settings["reward_name"])
-    out = attach_ref_rewards(df, responses, reward_fn, settings["reward_kwargs"])
+    out = attach_ref_rewards(df, responses, settings_reward(settings), settings["reward_kwargs"])
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     write_cache(out, args.output, settings, samples)
     print(f"[ref_rewards] wrote {len(out)} prompts with {samples} reference rewards each to {args.output}; "

@@ -71,8 +71,14 @@ def reference_settings(config: Any) -> dict[str, Any]:
 
 
 def settings_reward(settings: dict[str, Any]) -> Callable[..., Any]:
-    """The reward function a :func:`reference_settings` dict names (its ``reward_path`` and ``reward_name``), loaded
-    as verl's trainer loads ``reward.custom_reward_function``."""
+    """The reward function a :func:`reference_settings` dict names (its ``reward_path``, a file or ``pkg://module``,
+    and ``reward_name``), loaded as verl's trainer loads ``reward.custom_reward_function``; without a path, this
+    package's math reward (``rlvr_recipes.reward.math_reward.compute_score``, the recipes' default in
+    ``configs/base/rlvr.yaml``)."""
+    if not settings["reward_path"]:
+        from rlvr_recipes.reward.math_reward import compute_score
+
+        return compute_score
     from verl.utils.import_utils import load_extern_object
 
     return load_extern_object(module_path=settings["reward_path"], object_name=settings["reward_name"])
