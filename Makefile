@@ -76,6 +76,11 @@
 #   make lab-agrae-dapo-301 DAPO as 001 ran it and A-GRAE on it x 12 seeds from 301 (runs/lab_agrae_dapo_301), two
 #                    lanes; writes benchmarks/lab_agrae_dapo_301_summary.json (docs/lab.md's "A-GRAE on DAPO against
 #                    DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
+#   make lab-fresh-cw-clip-cov-257 the final models of make lab-cw-clip-cov-257 and the initial model scored on 200
+#                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
+#                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265
+#                    and lab-fresh-w-reinforce-277 (docs/lab.md's "The decided verdicts of the 0.520 build on fresh
+#                    problems")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -422,6 +427,16 @@ LAB_GSPO_N_PASSK256_ARGS ?= $(PASSK256_BY_SEED) --methods gspo,gspo_n
 lab-gspo-n-%-passk256: $(STAMP)
 	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_gspo_n_$* $(LAB_GSPO_N_PASSK256_ARGS) \
 		--json benchmarks/lab_gspo_n_$*_passk256.json$(if $(PASSK256_SEEDS), --seed-list $(PASSK256_SEEDS))
+
+# a comparison's runs on 200 fresh problems of the task (none in its RL, held-out or warm-start sets, so no setting of
+# the lab was chosen on them), 64 samples each, every run on its own seed's draws and the initial model on every
+# seed's, tested seed by seed: make lab-fresh-cw-clip-cov-257 scores runs/lab_cw_clip_cov_257 (make
+# lab-cw-clip-cov-257) into benchmarks/lab_cw_clip_cov_257_fresh.json; docs/lab.md "The decided verdicts of the 0.520
+# build on fresh problems"
+LAB_FRESH_ARGS ?= --fresh 200 --fresh-seed 1 --samples 64 --by-seed
+lab-fresh-%: $(STAMP)
+	$(PY) benchmarks/lab_fresh_prompts.py --out runs/lab_$(subst -,_,$*) $(LAB_FRESH_ARGS) \
+		--json benchmarks/lab_$(subst -,_,$*)_fresh.json
 
 # the runs behind docs/lab.md's "pass@256 of the 50-57 runs": 40 models (32 runs, the initial model at 8 seeds),
 # 158 s a model on 2 cores when they were scored. Not --keep by default: the committed scores are those of the
