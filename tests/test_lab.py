@@ -443,6 +443,46 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
 
 
+#: the committed rescorings on 200 fresh problems (benchmarks/lab_fresh_prompts.py --by-seed, make lab-fresh-%): file,
+#: the comparison folder whose runs they score, the make target's stem, and how many claims they test
+FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "cw-clip-cov-257", 1),
+                ("lab_off_policy_265_fresh.json", "runs/lab_off_policy_265", "off-policy-265", 1),
+                ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2)]
+
+
+@pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
+def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_claims):
+    """The committed rescorings of the 0.520 build's decided seed sets on 200 fresh problems (docs/lab.md, "The
+    decided verdicts of the 0.520 build on fresh problems"): every run of the comparison scored on its own seed's draws
+    and the initial model on every seed's, 64 samples on each of the fresh problems of seed 1; their changes, the
+    claims' pairs and the claims are what the script's tests give on the figures they record; and `make lab-fresh-STEM`
+    is the command each records, over the runs of the comparison `make lab-STEM` trains."""
+    import shlex
+
+    from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
+
+    with open(os.path.join(ROOT, "benchmarks", name)) as f:
+        record = json.load(f)
+    command = shlex.split(record["command"])
+    args = build_parser().parse_args(command[2:])
+    assert (args.by_seed, args.held_out, args.samples, args.fresh, args.fresh_seed, args.out) == (
+        True, False, 64, 200, 1, out)
+    assert args.methods is None and args.seed_list is None  # every run of the comparison, no seed left out
+    seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
+    first = next(iter(seeds.values()))
+    assert len(seeds) == 2 and all(s == first for s in seeds.values())
+    assert sorted(record["warm_start"], key=int) == [str(s) for s in first]
+    start = {int(s): f for s, f in record["warm_start"].items()}
+    table, pairs = summarise(record["runs"], start, by_seed=True)
+    assert json.loads(json.dumps(table)) == record["by_method"]
+    assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
+    assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
+    assert _check_kept_figures(name, record) == n_claims
+    # the make rule that wrote it, over the runs of the comparison that trained them
+    _, (recipe,) = _make_recipe("lab-fresh-%", stem)
+    assert shlex.split(recipe) == command
+    assert _make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
+
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
     """The Makefile and the command lines make runs for ``target`` (``make -n``: printed, not run), continuation lines
     joined: ``$(PY)`` set to ``python``, the venv's stamp not remade, no variable taken from the environment, and
