@@ -78,9 +78,10 @@
 #                    DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
 #   make lab-fresh-cw-clip-cov-257 the final models of make lab-cw-clip-cov-257 and the initial model scored on 200
 #                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
-#                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265
-#                    and lab-fresh-w-reinforce-277 (docs/lab.md's "The decided verdicts of the 0.520 build on fresh
-#                    problems")
+#                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265,
+#                    lab-fresh-w-reinforce-277 (docs/lab.md's "The decided verdicts of the 0.520 build on fresh
+#                    problems"), lab-fresh-agrae-drgrpo-289 and lab-fresh-agrae-dapo-301 ("A-GRAE on Dr.GRPO and on
+#                    DAPO on fresh problems")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and

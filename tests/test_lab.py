@@ -447,16 +447,19 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
 #: the comparison folder whose runs they score, the make target's stem, and how many claims they test
 FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "cw-clip-cov-257", 1),
                 ("lab_off_policy_265_fresh.json", "runs/lab_off_policy_265", "off-policy-265", 1),
-                ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2)]
+                ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2),
+                ("lab_agrae_drgrpo_289_fresh.json", "runs/lab_agrae_drgrpo_289", "agrae-drgrpo-289", 2),
+                ("lab_agrae_dapo_301_fresh.json", "runs/lab_agrae_dapo_301", "agrae-dapo-301", 2)]
 
 
 @pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
 def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_claims):
-    """The committed rescorings of the 0.520 build's decided seed sets on 200 fresh problems (docs/lab.md, "The
-    decided verdicts of the 0.520 build on fresh problems"): every run of the comparison scored on its own seed's draws
-    and the initial model on every seed's, 64 samples on each of the fresh problems of seed 1; their changes, the
-    claims' pairs and the claims are what the script's tests give on the figures they record; and `make lab-fresh-STEM`
-    is the command each records, over the runs of the comparison `make lab-STEM` trains."""
+    """The committed rescorings of the 0.520 build's seed sets compared seed by seed on 200 fresh problems
+    (docs/lab.md, "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on
+    fresh problems"): every run of the comparison scored on its own seed's draws and the initial model on every
+    seed's, 64 samples on each of the fresh problems of seed 1; their changes, the claims' pairs and the claims are
+    what the script's tests give on the figures they record; and `make lab-fresh-STEM` is the command each records,
+    over the runs of the comparison `make lab-STEM` trains."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
@@ -482,6 +485,18 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     _, (recipe,) = _make_recipe("lab-fresh-%", stem)
     assert shlex.split(recipe) == command
     assert _make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
+    # the runs are those of the comparison's committed summary: its task, settings, build, methods and every seed
+    from rlvr_recipes.launch.verdicts import start_accuracy
+
+    with open(os.path.join(ROOT, "benchmarks", name.replace("_fresh.json", "_summary.json"))) as f:
+        summary = json.load(f)
+    trained = summary["setup"]
+    assert {k: record["setup"][k] for k in ("task", "overrides", "steps")} == {
+        k: trained[k] for k in ("task", "overrides", "steps")}
+    assert sorted(record["runs"]) == sorted(trained["methods"])
+    assert first == list(range(trained["first_seed"], trained["first_seed"] + trained["seeds"]))
+    assert start_accuracy(record) == start_accuracy(summary)
+
 
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
     """The Makefile and the command lines make runs for ``target`` (``make -n``: printed, not run), continuation lines
