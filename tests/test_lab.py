@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -390,6 +390,17 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
     against GSPO at k = 256" and "The second set at k = 256, and the two sets pooled"): their changes and the claims'
     pairs are what the script's tests give on the per-run figures they record, every run on its own seed's draws,
     whole seeds of the methods their command names."""
+    record, args, first = _rescoring_by_seed(name, n_claims)
+    assert args.held_out and args.samples == 256 and args.out == out
+    assert list(record["runs"]) == args.methods.split(",")
+    assert args.seed_list in (None, first)  # --seed-list: the seeds scored by a cut-off, each scored for every method
+
+
+def _rescoring_by_seed(name: str, n_claims: int) -> tuple[dict, Any, list[int]]:
+    """The committed rescoring ``benchmarks/<name>`` (benchmarks/lab_fresh_prompts.py --by-seed), checked: whole seeds
+    of every method it scored, the initial model at each; its changes, the claims' pairs and the claims (which the
+    verdicts table reads) are what the script's tests give on the per-run figures it records; ``n_claims`` of them
+    keep their figures. Returns the record, its command's arguments and its seeds."""
     import shlex
 
     from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
@@ -397,20 +408,18 @@ def test_committed_passk256_scores_give_the_tests_they_record(name, out, target,
     with open(os.path.join(ROOT, "benchmarks", name)) as f:
         record = json.load(f)
     args = build_parser().parse_args(shlex.split(record["command"])[2:])
-    assert args.by_seed and args.held_out and args.samples == 256 and args.out == out
-    assert list(record["runs"]) == args.methods.split(",")
+    assert args.by_seed
     seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
-    first = seeds[args.methods.split(",")[0]]
+    first = next(iter(seeds.values()))
     assert all(s == first for s in seeds.values()) and sorted(record["warm_start"], key=int) == [str(s) for s in first]
-    assert args.seed_list in (None, first)  # --seed-list: the seeds scored by a cut-off, each scored for every method
     start = {int(s): f for s, f in record["warm_start"].items()}
     table, pairs = summarise(record["runs"], start, by_seed=True)
     assert json.loads(json.dumps(table)) == record["by_method"]
     assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
-    # its claims, which the verdicts table reads, are what the same figures give
     assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
     assert record["setup"]["seed_list"] == first and record["setup"]["methods"] == list(record["runs"])
     assert _check_kept_figures(name, record) == n_claims
+    return record, args, first
 
 
 @pytest.mark.parametrize("target", sorted({target for _, _, target, _ in PASSK256_SCORES}))
@@ -462,32 +471,16 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     over the runs of the comparison `make lab-STEM` trains."""
     import shlex
 
-    from benchmarks.lab_fresh_prompts import build_parser, claims, summarise
-
-    with open(os.path.join(ROOT, "benchmarks", name)) as f:
-        record = json.load(f)
-    command = shlex.split(record["command"])
-    args = build_parser().parse_args(command[2:])
-    assert (args.by_seed, args.held_out, args.samples, args.fresh, args.fresh_seed, args.out) == (
-        True, False, 64, 200, 1, out)
-    assert args.methods is None and args.seed_list is None  # every run of the comparison, no seed left out
-    seeds = {m: [r["seed"] for r in rs] for m, rs in record["runs"].items()}
-    first = next(iter(seeds.values()))
-    assert len(seeds) == 2 and all(s == first for s in seeds.values())
-    assert sorted(record["warm_start"], key=int) == [str(s) for s in first]
-    start = {int(s): f for s, f in record["warm_start"].items()}
-    table, pairs = summarise(record["runs"], start, by_seed=True)
-    assert json.loads(json.dumps(table)) == record["by_method"]
-    assert json.loads(json.dumps(pairs)) == record["claim_pairs"]
-    assert json.loads(json.dumps(claims(record["runs"], start, pairs, args.samples))) == record["claims"]
-    assert _check_kept_figures(name, record) == n_claims
-    # the make rule that wrote it, over the runs of the comparison that trained them
-    _, (recipe,) = _make_recipe("lab-fresh-%", stem)
-    assert shlex.split(recipe) == command
-    assert _make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
-    # the runs are those of the comparison's committed summary: its task, settings, build, methods and every seed
     from rlvr_recipes.launch.verdicts import start_accuracy
 
+    record, args, first = _rescoring_by_seed(name, n_claims)
+    assert (args.held_out, args.samples, args.fresh, args.fresh_seed, args.out) == (False, 64, 200, 1, out)
+    assert args.methods is None and args.seed_list is None  # every run of the comparison, no seed left out
+    # the make rule that wrote it, over the runs of the comparison that trained them
+    _, (recipe,) = _make_recipe("lab-fresh-%", stem)
+    assert shlex.split(recipe) == shlex.split(record["command"])
+    assert _make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
+    # the runs are those of the comparison's committed summary: its task, settings, build, methods and every seed
     with open(os.path.join(ROOT, "benchmarks", name.replace("_fresh.json", "_summary.json"))) as f:
         summary = json.load(f)
     trained = summary["setup"]
