@@ -455,6 +455,7 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
 #: the committed rescorings on 200 fresh problems (benchmarks/lab_fresh_prompts.py --by-seed, make lab-fresh-%): file,
 #: the comparison folder whose runs they score, the make target's stem, and how many claims they test
 FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "cw-clip-cov-257", 1),
+                ("lab_off_policy_249_fresh.json", "runs/lab_off_policy_249", "off-policy-249", 1),
                 ("lab_off_policy_265_fresh.json", "runs/lab_off_policy_265", "off-policy-265", 1),
                 ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2),
                 ("lab_agrae_drgrpo_289_fresh.json", "runs/lab_agrae_drgrpo_289", "agrae-drgrpo-289", 2),
