@@ -401,16 +401,17 @@ def finished_runs(out: str) -> dict[str, list[RunSpec]]:
 @dataclass(frozen=True)
 class RunPlan:
     """What every run of one comparison shares: the task's files (``paths``), the run length, the overrides given to
-    every run, verl's registered estimators, the settings a kept run must match (:func:`check_kept_run`), where verl's
-    file logger writes, the reward that scores pass@k (module path and name, loaded where the run is scored) and the
-    pass@k sampling (samples per prompt, response length)."""
+    every run, verl's registered estimators, the settings a kept run must match (:func:`check_kept_run`), where
+    verl's file logger writes, the reward that scores pass@k (module path and name, loaded where the run is scored,
+    by the loader of the start's scoring, :func:`~rlvr_recipes.reward.reference.settings_reward`) and the pass@k
+    sampling (samples per prompt, response length)."""
     paths: dict[str, str]
     steps: int
     extra: tuple[str, ...]
     estimators: tuple[str, ...]
     settings: dict[str, Any]
     metrics_root: str
-    reward_path: str
+    reward_path: Optional[str]
     reward_name: str
     passk_samples: int
     max_new: int
@@ -427,7 +428,7 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
         RuntimeError: naming the method and seed of a run that failed.
     """
     from rlvr_recipes.launch.cpu_run import cluster_run
-    from verl.utils.import_utils import load_extern_object
+    from rlvr_recipes.reward.reference import settings_reward
 
     experiment = f"{spec.method}-seed{spec.seed}"
     overrides = [*plan.extra, *seed_overrides(spec.seed), f"trainer.save_freq={spec.steps}",
@@ -444,7 +445,7 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
                                "keyed_draws": True, "acr_cut": ACR_CUT}
     os.replace(os.path.join(plan.metrics_root, str(config.trainer.project_name), f"{experiment}.jsonl"),
                os.path.join(spec.out, "metrics.jsonl"))
-    reward_fn = load_extern_object(module_path=plan.reward_path, object_name=plan.reward_name)
+    reward_fn = settings_reward({"reward_path": plan.reward_path, "reward_name": plan.reward_name})
     counts = sample_correct_counts(spec.final_model, plan.paths["test"], reward_fn, plan.passk_samples, plan.max_new,
                                    seed=spec.seed)
     outcome["passk_end"] = passk_curve(counts, plan.passk_samples)
