@@ -25,10 +25,10 @@ import sys, time, torch
 threads = int(sys.argv[1])
 if threads:
     torch.set_num_threads(threads)
-from verl.utils.import_utils import load_extern_object
 from rlvr_recipes.launch.compare import sample_correct_counts
+from rlvr_recipes.reward.reference import settings_reward
 model, test, samples, reward_path, reward_name, max_new = sys.argv[2:8]
-fn = load_extern_object(module_path=reward_path, object_name=reward_name)
+fn = settings_reward({"reward_path": reward_path, "reward_name": reward_name})
 t = time.perf_counter()
 counts = sample_correct_counts(model, test, fn, int(samples), int(max_new), seed=10)
 print(time.perf_counter() - t, int(counts.sum()), torch.get_num_threads(), flush=True)
@@ -66,7 +66,8 @@ def main() -> None:
     test = ensure_tiny(None, "countdown")["test"]
     # the task's reward and response length, as the lab's runs and their scoring have them
     settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
-    scoring = [args.model, test, str(args.samples), settings["reward_path"], settings["reward_name"],
+    # the reward as every scoring of the package loads it (reward.reference.settings_reward; "": the default)
+    scoring = [args.model, test, str(args.samples), settings["reward_path"] or "", settings["reward_name"] or "",
                str(settings["max_response_length"])]
     default = torch.get_num_threads()
     share = lane_torch_threads(2, default)
