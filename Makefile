@@ -69,7 +69,8 @@
 #                    seeds from 257 (docs/lab.md's "CW-GRPO against Clip-Cov on eight seeds of the 0.520 build")
 #   make lab-w-reinforce-277 GRPO and W-REINFORCE x 12 seeds from 277 (runs/lab_w_reinforce_277), two lanes; writes
 #                    benchmarks/lab_w_reinforce_277_summary.json (docs/lab.md's "W-REINFORCE against GRPO on twelve
-#                    seeds of the 0.520 build (277-288)")
+#                    seeds of the 0.520 build (277-288)"); make lab-w-reinforce-313 the same x 12 seeds from 313
+#                    (docs/lab.md's "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)")
 #   make lab-agrae-drgrpo-289 Dr.GRPO and Dr.GRPO + A-GRAE x 12 seeds from 289 (runs/lab_agrae_drgrpo_289), two
 #                    lanes; writes benchmarks/lab_agrae_drgrpo_289_summary.json (docs/lab.md's "A-GRAE on Dr.GRPO
 #                    against Dr.GRPO on twelve seeds of the 0.520 build (289-300)")
@@ -80,8 +81,9 @@
 #                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
 #                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265,
 #                    lab-fresh-w-reinforce-277 (docs/lab.md's "The decided verdicts of the 0.520 build on fresh
-#                    problems"), lab-fresh-agrae-drgrpo-289 and lab-fresh-agrae-dapo-301 ("A-GRAE on Dr.GRPO and on
-#                    DAPO on fresh problems")
+#                    problems"), lab-fresh-agrae-drgrpo-289, lab-fresh-agrae-dapo-301 ("A-GRAE on Dr.GRPO and on
+#                    DAPO on fresh problems") and lab-fresh-w-reinforce-313 ("W-REINFORCE against GRPO on twelve
+#                    more seeds of the 0.520 build (313-324)")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -310,7 +312,8 @@ lab-cw-clip-cov-%: $(STAMP)
 
 # GRPO and W-REINFORCE (lambda = 0.1), the baseline of 001 Table 2 "addressing GRPO's insufficient exploration", on 12
 # seeds of the 0.520 build: make lab-w-reinforce-277 (seeds 277-288; docs/lab.md, "W-REINFORCE against GRPO on twelve
-# seeds of the 0.520 build (277-288)")
+# seeds of the 0.520 build (277-288)"), make lab-w-reinforce-313 (seeds 313-324; "W-REINFORCE against GRPO on twelve
+# more seeds of the 0.520 build (313-324)")
 LAB_W_REINFORCE_SEEDS ?= 12
 LAB_W_REINFORCE_ARGS ?= --methods grpo,w_reinforce --seeds $(LAB_W_REINFORCE_SEEDS) --first-seed $* --steps 50 \
 	--passk-samples 64
@@ -470,7 +473,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_off_policy_229_summary.json benchmarks/lab_cw_clip_cov_237_summary.json \
 	benchmarks/lab_off_policy_249_summary.json benchmarks/lab_cw_clip_cov_257_summary.json \
 	benchmarks/lab_off_policy_265_summary.json benchmarks/lab_w_reinforce_277_summary.json \
-	benchmarks/lab_agrae_drgrpo_289_summary.json benchmarks/lab_agrae_dapo_301_summary.json
+	benchmarks/lab_agrae_drgrpo_289_summary.json benchmarks/lab_agrae_dapo_301_summary.json \
+	benchmarks/lab_w_reinforce_313_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -481,8 +485,9 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # 205-212 name 197-204 with 205-212, for GSPO-N's claims only, those of GSPO-N at k = 256 on 205-212 name the
 # rescoring of 197-204 with it, those of GRPO at G = 8 against G = 4 on 213-220 name 93-104 with 213-220, for
 # GRPO's claims at G = 8 only, and those of G = 4 against G = 2 on 221-228 name 93-98 and 105-112 with 221-228, for
-# the claims of G = 4 only, and those of GRPO-N at four updates a batch on 265-276 name 249-256 with 265-276, for
-# GRPO-N's claims only); the summaries before '+'
+# the claims of G = 4 only, those of GRPO-N at four updates a batch on 265-276 name 249-256 with 265-276, for
+# GRPO-N's claims only, and those of W-REINFORCE on 313-324 name 277-288 with 313-324, for W-REINFORCE's claims
+# only); the summaries before '+'
 # had been read before the plan, so the pooling is a later look at their claims and decides only at Pocock's level
 # (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -503,7 +508,8 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_group_size_99_summary.json+benchmarks/lab_group_size_213_summary.json:grpo \
 	benchmarks/lab_group_size_93_summary.json,benchmarks/lab_group_size_96_summary.json,$\
 	benchmarks/lab_group_size_105_summary.json+benchmarks/lab_group_size_221_summary.json:grpo_g4 \
-	benchmarks/lab_off_policy_249_summary.json+benchmarks/lab_off_policy_265_summary.json:grpo_n_4mb
+	benchmarks/lab_off_policy_249_summary.json+benchmarks/lab_off_policy_265_summary.json:grpo_n_4mb \
+	benchmarks/lab_w_reinforce_277_summary.json+benchmarks/lab_w_reinforce_313_summary.json:w_reinforce
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

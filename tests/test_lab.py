@@ -459,17 +459,18 @@ FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "
                 ("lab_off_policy_265_fresh.json", "runs/lab_off_policy_265", "off-policy-265", 1),
                 ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2),
                 ("lab_agrae_drgrpo_289_fresh.json", "runs/lab_agrae_drgrpo_289", "agrae-drgrpo-289", 2),
-                ("lab_agrae_dapo_301_fresh.json", "runs/lab_agrae_dapo_301", "agrae-dapo-301", 2)]
+                ("lab_agrae_dapo_301_fresh.json", "runs/lab_agrae_dapo_301", "agrae-dapo-301", 2),
+                ("lab_w_reinforce_313_fresh.json", "runs/lab_w_reinforce_313", "w-reinforce-313", 2)]
 
 
 @pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
 def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_claims):
-    """The committed rescorings of the 0.520 build's seed sets compared seed by seed on 200 fresh problems
-    (docs/lab.md, "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on
-    fresh problems"): every run of the comparison scored on its own seed's draws and the initial model on every
-    seed's, 64 samples on each of the fresh problems of seed 1; their changes, the claims' pairs and the claims are
-    what the script's tests give on the figures they record; and `make lab-fresh-STEM` is the command each records,
-    over the runs of the comparison `make lab-STEM` trains."""
+    """The committed rescorings of the 0.520 build's seed sets compared seed by seed on 200 fresh problems (docs/lab.md,
+    "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on fresh problems",
+    "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"): every run of the comparison scored on
+    its own seed's draws and the initial model on every seed's, 64 samples on each of the fresh problems of seed 1;
+    their changes, the claims' pairs and the claims are what the script's tests give on the figures they record; and
+    `make lab-fresh-STEM` is the command each records, over the runs of the comparison `make lab-STEM` trains."""
     import shlex
 
     from rlvr_recipes.launch.verdicts import start_accuracy
@@ -490,6 +491,32 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     assert sorted(record["runs"]) == sorted(trained["methods"])
     assert first == list(range(trained["first_seed"], trained["first_seed"] + trained["seeds"]))
     assert start_accuracy(record) == start_accuracy(summary)
+
+
+@pytest.mark.parametrize("kind, verdict, figures", [
+    ("summary", "cannot be judged", "-0.004 [-0.012, +0.003], p = 0.22"),
+    ("fresh", "cannot be judged", "-0.005 [-0.017, +0.008], p = 0.43"),
+])
+def test_w_reinforce_planned_poolings_give_what_docs_say(kind, verdict, figures):
+    """The two poolings of W-REINFORCE's seed sets 277-288 and 313-324 named in the readings before 313-324 ran
+    (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"), on the held-out
+    prompts (the committed summaries) and on the fresh problems (the committed score files): each is the second look
+    at the pass@64 claim, on 24 seeds, and gives the verdict and figures the section states."""
+    from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
+
+    paths = [f"benchmarks/lab_w_reinforce_{first}_{kind}.json" for first in (277, 313)]
+    summaries = [(p, s) for p, (_, s) in zip(paths, read_summaries([os.path.join(ROOT, p) for p in paths]))]
+    rows = [r for r in pooled(summaries, planned_poolings([f"{paths[0]}+{paths[1]}:w_reinforce"], paths))
+            if r["planned"] and r["claim"] == "w_reinforce keeps large-k pass@64 above grpo"]
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["looks"] == 2 and len(row["seeds"]) == 24 and row["verdict"] == verdict
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        doc = " ".join(f.read().split())
+    section = doc[doc.index("#### W-REINFORCE against GRPO on twelve more seeds"):]
+    assert figures in section
+    mean, low, high = (float(x) for x in figures.replace("[", "").replace("]", "").replace(",", "").split()[:3])
+    assert f"difference {mean:+.3f}, 95 % interval [{low:+.3f}, {high:+.3f}]" in row["evidence"]
 
 
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
@@ -681,6 +708,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-off-policy-%", "265", "lab_off_policy_265", 265, ["grpo_4mb", "grpo_n_4mb"], 12,
      {"LAB_OFF_POLICY_SEEDS": "12"}),
     ("lab-w-reinforce-%", "277", "lab_w_reinforce_277", 277, ["grpo", "w_reinforce"], 12, {}),
+    ("lab-w-reinforce-%", "313", "lab_w_reinforce_313", 313, ["grpo", "w_reinforce"], 12, {}),
     ("lab-agrae-drgrpo-%", "289", "lab_agrae_drgrpo_289", 289, ["drgrpo", "agrae_drgrpo"], 12, {}),
     ("lab-agrae-dapo-%", "301", "lab_agrae_dapo_301", 301, ["dapo_001", "agrae_dapo_001"], 12, {}),
 ])
@@ -688,21 +716,22 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
                                                                      given):
     """`make lab-group-size` (and `make lab-group-size-93` and `-96`, by the pattern rule) runs the command its
     committed summary records (docs/lab.md, "ACR and accuracy against the group size, each G trained at its own"), and
-    copies its summary there; so do `make lab-symmetry-121` (docs/lab.md, "The positive-dominant control again on
-    seeds 121-124"), `make lab-symmetry-neg-165` ("The negative-dominant control on eight more seeds") and `make
+    copies its summary there; so do `make lab-symmetry-121` (docs/lab.md, "The positive-dominant control again on seeds
+    121-124"), `make lab-symmetry-neg-165` ("The negative-dominant control on eight more seeds") and `make
     lab-exploration-173` ("A-GRAE against GRPO on eight more seeds"), `make lab-grpo-n-181` ("GRPO-N against GRPO on
     eight more seeds"), `make lab-grpo-n-189` ("GRPO-N against GRPO on a third seed set of eight"), `make
-    lab-gspo-n-197` ("GSPO-N against GSPO on eight seeds of this build"), `make lab-gspo-n-205` ("GSPO-N against
-    GSPO on a second seed set of this build"), `make lab-off-policy-229` ("GRPO-N against GRPO at four updates a
-    batch, on eight seeds of this build"), `make lab-cw-clip-cov-237` ("CW-GRPO against Clip-Cov on twelve seeds of
-    this build"), `make lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds
-    (249-256)"), `make lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build
-    (277-288)"), `make lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build
-    (289-300)") and `make lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the
-    0.520 build (301-312)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives
-    them so: `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520
-    build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on
-    twelve seeds of the 0.520 build (265-276)")."""
+    lab-gspo-n-197` ("GSPO-N against GSPO on eight seeds of this build"), `make lab-gspo-n-205` ("GSPO-N against GSPO on
+    a second seed set of this build"), `make lab-off-policy-229` ("GRPO-N against GRPO at four updates a batch, on eight
+    seeds of this build"), `make lab-cw-clip-cov-237` ("CW-GRPO against Clip-Cov on twelve seeds of this build"), `make
+    lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds (249-256)"), `make
+    lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build (277-288)"), `make
+    lab-w-reinforce-313` ("W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"), `make
+    lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build (289-300)") and `make
+    lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)").
+    Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make
+    lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and
+    `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of
+    the 0.520 build (265-276)")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem, given)
