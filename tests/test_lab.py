@@ -460,17 +460,19 @@ FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "
                 ("lab_w_reinforce_277_fresh.json", "runs/lab_w_reinforce_277", "w-reinforce-277", 2),
                 ("lab_agrae_drgrpo_289_fresh.json", "runs/lab_agrae_drgrpo_289", "agrae-drgrpo-289", 2),
                 ("lab_agrae_dapo_301_fresh.json", "runs/lab_agrae_dapo_301", "agrae-dapo-301", 2),
-                ("lab_w_reinforce_313_fresh.json", "runs/lab_w_reinforce_313", "w-reinforce-313", 2)]
+                ("lab_w_reinforce_313_fresh.json", "runs/lab_w_reinforce_313", "w-reinforce-313", 2),
+                ("lab_agrae_drgrpo_325_fresh.json", "runs/lab_agrae_drgrpo_325", "agrae-drgrpo-325", 2)]
 
 
 @pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
 def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_claims):
     """The committed rescorings of the 0.520 build's seed sets compared seed by seed on 200 fresh problems (docs/lab.md,
     "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on fresh problems",
-    "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"): every run of the comparison scored on
-    its own seed's draws and the initial model on every seed's, 64 samples on each of the fresh problems of seed 1;
-    their changes, the claims' pairs and the claims are what the script's tests give on the figures they record; and
-    `make lab-fresh-STEM` is the command each records, over the runs of the comparison `make lab-STEM` trains."""
+    "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)", "A-GRAE on Dr.GRPO against Dr.GRPO on
+    twelve more seeds of the 0.520 build (325-336)"): every run of the comparison scored on its own seed's draws and the
+    initial model on every seed's, 64 samples on each of the fresh problems of seed 1; their changes, the claims' pairs
+    and the claims are what the script's tests give on the figures they record; and `make lab-fresh-STEM` is the command
+    each records, over the runs of the comparison `make lab-STEM` trains."""
     import shlex
 
     from rlvr_recipes.launch.verdicts import start_accuracy
@@ -493,29 +495,48 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     assert start_accuracy(record) == start_accuracy(summary)
 
 
-@pytest.mark.parametrize("kind, mean, low, high, p", [
-    ("summary", -0.004, -0.012, +0.003, "0.22"),
-    ("fresh", -0.005, -0.017, +0.008, "0.43"),
+PLANNED_SECOND_SETS = {
+    # stem: (the two first seeds, the method pooled, the heading of the section whose readings named the poolings)
+    "w_reinforce": ((277, 313), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
+    "agrae_drgrpo": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
+}
+
+
+@pytest.mark.parametrize("stem, kind, claim, verdict, mean, low, high, p", [
+    ("w_reinforce", "summary", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
+     -0.004, -0.012, +0.003, "0.22"),
+    ("w_reinforce", "fresh", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
+     -0.005, -0.017, +0.008, "0.43"),
+    ("agrae_drgrpo", "summary", "agrae_drgrpo ends with pass@1 above drgrpo", "cannot be judged",
+     -0.006, -0.014, +0.002, "0.12"),
+    ("agrae_drgrpo", "summary", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+     +0.002, -0.005, +0.009, "0.55"),
+    ("agrae_drgrpo", "fresh", "agrae_drgrpo ends with pass@1 above drgrpo", "did not hold",
+     -0.009, -0.015, -0.003, "0.0071"),
+    ("agrae_drgrpo", "fresh", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+     -0.000, -0.012, +0.011, "0.94"),
 ])
-def test_w_reinforce_planned_poolings_give_what_docs_say(kind, mean, low, high, p):
-    """The two poolings of W-REINFORCE's seed sets 277-288 and 313-324 named in the readings before 313-324 ran
-    (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"), on the held-out
-    prompts (the committed summaries) and on the fresh problems (the committed score files): each is the second look
-    at the pass@64 claim, on 24 seeds, cannot be judged, and gives the mean and interval the section states."""
+def test_planned_poolings_of_a_second_seed_set_give_what_docs_say(stem, kind, claim, verdict, mean, low, high, p):
+    """The poolings of a 0.520-build seed set of twelve with the set that ran it again, named in the readings before
+    the second set ran (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)",
+    "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)"), on the held-out prompts (the
+    committed summaries) and on the fresh problems (the committed score files): each is the second look at its claim,
+    on 24 seeds, and gives the verdict, the mean, the interval and the p the section states."""
     from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
 
-    paths = [f"benchmarks/lab_w_reinforce_{first}_{kind}.json" for first in (277, 313)]
+    firsts, method, heading = PLANNED_SECOND_SETS[stem]
+    paths = [f"benchmarks/lab_{stem}_{first}_{kind}.json" for first in firsts]
     summaries = [(path, s) for path, (_, s) in zip(paths, read_summaries([os.path.join(ROOT, q) for q in paths]))]
-    rows = [r for r in pooled(summaries, planned_poolings([f"{paths[0]}+{paths[1]}:w_reinforce"], paths))
-            if r["planned"] and r["claim"] == "w_reinforce keeps large-k pass@64 above grpo"]
+    rows = [r for r in pooled(summaries, planned_poolings([f"{paths[0]}+{paths[1]}:{method}"], paths))
+            if r["planned"] and r["claim"] == claim]
     assert len(rows) == 1
     (row,) = rows
-    assert row["looks"] == 2 and len(row["seeds"]) == 24 and row["verdict"] == "cannot be judged"
+    assert row["looks"] == 2 and len(row["seeds"]) == 24 and row["verdict"] == verdict
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
     assert f"difference {mean:+.3f}, 95 % interval [{low:+.3f}, {high:+.3f}]" in row["evidence"]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
         doc = " ".join(f.read().split())
-    assert f"{interval}, p = {p}" in doc[doc.index("#### W-REINFORCE against GRPO on twelve more seeds"):]
+    assert f"{interval}, p = {p}" in doc[doc.index(heading):]
 
 
 def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
@@ -709,6 +730,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-w-reinforce-%", "277", "lab_w_reinforce_277", 277, ["grpo", "w_reinforce"], 12, {}),
     ("lab-w-reinforce-%", "313", "lab_w_reinforce_313", 313, ["grpo", "w_reinforce"], 12, {}),
     ("lab-agrae-drgrpo-%", "289", "lab_agrae_drgrpo_289", 289, ["drgrpo", "agrae_drgrpo"], 12, {}),
+    ("lab-agrae-drgrpo-%", "325", "lab_agrae_drgrpo_325", 325, ["drgrpo", "agrae_drgrpo"], 12, {}),
     ("lab-agrae-dapo-%", "301", "lab_agrae_dapo_301", 301, ["dapo_001", "agrae_dapo_001"], 12, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
@@ -725,9 +747,10 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-off-policy-249` ("GRPO-N against GRPO at four updates a batch, on eight more seeds (249-256)"), `make
     lab-w-reinforce-277` ("W-REINFORCE against GRPO on twelve seeds of the 0.520 build (277-288)"), `make
     lab-w-reinforce-313` ("W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"), `make
-    lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build (289-300)") and `make
-    lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)").
-    Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make
+    lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build (289-300)"), `make
+    lab-agrae-drgrpo-325` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)") and
+    `make lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build
+    (301-312)"). Those run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make
     lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and
     `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of
     the 0.520 build (265-276)")."""
