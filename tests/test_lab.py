@@ -706,6 +706,39 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
             assert f"benchmarks/{os.path.basename(path)}" in probes, path
 
 
+
+def test_docs_count_and_name_the_poolings_the_makefile_plans():
+    """docs/lab.md's account of the planned poolings is the Makefile's: "N poolings were planned" counts `LAB_PLANNED`,
+    every pooling kept to one method's claims (`:METHOD`) is named with it, and "the N later-look poolings", the chance
+    of deciding a null and the levels for 5 % it states are those of `benchmarks/lab_sequential_levels.json`, written by
+    `make lab-sequential-levels` from the same `LAB_PLANNED`: a pooling added to the Makefile without the docs' list
+    and the simulation following fails."""
+    import re
+
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = re.sub(r"\$\\\n\s*", "", f.read()).replace("\\\n", " ")  # make's `$\` joins without a space
+    planned = re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split()
+    with open(os.path.join(ROOT, "benchmarks", "lab_sequential_levels.json")) as f:
+        levels = json.load(f)
+    assert levels["command"] == " ".join(["python benchmarks/lab_sequential_levels.py", *planned])
+    rows = levels["rows"]
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        doc = " ".join(f.read().split())
+    intro = doc[doc.index("## The verdicts at a glance"): doc.index("<!-- verdicts: start")]
+    numbers = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+               "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+               "twenty-one", "twenty-two", "twenty-three", "twenty-four", "twenty-five"]
+    assert f"{numbers[len(planned)].capitalize()} poolings were planned:" in intro
+    for pooling in planned:
+        if ":" in pooling:
+            assert f"`:{pooling.rsplit(':', 1)[1]}`" in intro, pooling
+    assert f"the look sizes of the {numbers[len(rows)]} later-look poolings" in intro
+    chances = [100 * r["error_at_nominal"] for r in rows]
+    assert f"with chance {min(chances):.1f} % to {max(chances):.1f} %, not 5 %" in intro
+    two = [r["level_for_5_percent"] for r in rows if r["looks"] == 2]
+    assert f"{min(two):.4f} to {max(two):.4f} for two looks" in intro
+
+
 GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
 
 
