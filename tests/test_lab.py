@@ -684,11 +684,10 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
     assert table + "\n" == (glance_markdown(ledger(summaries), pooled_rows) + markdown(ledger(summaries))
                             + POOLED_HEADING + pooled_markdown(pooled_rows)
                             + PROBES_HEADING + probes_markdown(probe_rows(probed)))
-    with open(os.path.join(root, "Makefile")) as f:
-        makefile = re.sub(r"\$\\\n\s*", "", f.read()).replace("\\\n", " ")  # make's `$\` joins without a space
-    assert re.search(r"^LAB_SUMMARIES \?= (.+)$", makefile, re.M).group(1).split() == paths
-    assert re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split() == planned
-    assert re.search(r"^LAB_PROBES \?= (.*)$", makefile, re.M).group(1).split() == probes
+    makefile = _joined_makefile()
+    assert _makefile_words(makefile, "LAB_SUMMARIES") == paths
+    assert _makefile_words(makefile, "LAB_PLANNED") == planned
+    assert _makefile_words(makefile, "LAB_PROBES") == probes
     assert re.search(r"^lab-verdicts:.*\n\t.*-m rlvr_recipes\.launch\.verdicts \$\(LAB_SUMMARIES\) --pool "
                      r"\$\(addprefix --planned ,\$\(LAB_PLANNED\)\)\s+\$\(addprefix --probe ,\$\(LAB_PROBES\)\)"
                      r"\s+--publish docs/lab\.md$", makefile, re.M)
@@ -705,6 +704,19 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 "python benchmarks/lab_entropy_probe.py"):
             assert f"benchmarks/{os.path.basename(path)}" in probes, path
 
+def _joined_makefile() -> str:
+    """The Makefile with its continuation lines joined (make's `$\\` joins without a space, `\\` with one)."""
+    import re
+
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        return re.sub(r"\$\\\n\s*", "", f.read()).replace("\\\n", " ")
+
+
+def _makefile_words(makefile: str, name: str) -> list[str]:
+    """The words of the Makefile variable ``name`` (set with ``?=``) in ``makefile`` (:func:`_joined_makefile`)."""
+    import re
+
+    return re.search(rf"^{name} \?= (.*)$", makefile, re.M).group(1).split()
 
 
 def test_docs_count_and_name_the_poolings_the_makefile_plans():
@@ -713,11 +725,7 @@ def test_docs_count_and_name_the_poolings_the_makefile_plans():
     of deciding a null and the levels for 5 % it states are those of `benchmarks/lab_sequential_levels.json`, written by
     `make lab-sequential-levels` from the same `LAB_PLANNED`: a pooling added to the Makefile without the docs' list
     and the simulation following fails."""
-    import re
-
-    with open(os.path.join(ROOT, "Makefile")) as f:
-        makefile = re.sub(r"\$\\\n\s*", "", f.read()).replace("\\\n", " ")  # make's `$\` joins without a space
-    planned = re.search(r"^LAB_PLANNED \?= (.*)$", makefile, re.M).group(1).split()
+    planned = _makefile_words(_joined_makefile(), "LAB_PLANNED")
     with open(os.path.join(ROOT, "benchmarks", "lab_sequential_levels.json")) as f:
         levels = json.load(f)
     assert levels["command"] == " ".join(["python benchmarks/lab_sequential_levels.py", *planned])
