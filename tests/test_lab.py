@@ -716,6 +716,7 @@ def test_docs_verdicts_table_is_the_one_the_committed_summaries_give():
                 "python benchmarks/lab_entropy_probe.py"):
             assert f"benchmarks/{os.path.basename(path)}" in probes, path
 
+
 def _joined_makefile() -> str:
     """The Makefile with its continuation lines joined (make's `$\\` joins without a space, `\\` with one)."""
     import re
