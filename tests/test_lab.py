@@ -462,7 +462,8 @@ FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "
                 ("lab_agrae_dapo_301_fresh.json", "runs/lab_agrae_dapo_301", "agrae-dapo-301", 2),
                 ("lab_w_reinforce_313_fresh.json", "runs/lab_w_reinforce_313", "w-reinforce-313", 2),
                 ("lab_agrae_drgrpo_325_fresh.json", "runs/lab_agrae_drgrpo_325", "agrae-drgrpo-325", 2),
-                ("lab_agrae_dapo_337_fresh.json", "runs/lab_agrae_dapo_337", "agrae-dapo-337", 2)]
+                ("lab_agrae_dapo_337_fresh.json", "runs/lab_agrae_dapo_337", "agrae-dapo-337", 2),
+                ("lab_agrae_dapo_349_fresh.json", "runs/lab_agrae_dapo_349", "agrae-dapo-349", 2)]
 
 
 @pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
@@ -471,10 +472,11 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on fresh problems",
     "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)", "A-GRAE on Dr.GRPO against Dr.GRPO on
     twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more seeds
-    of the 0.520 build (337-348)"): every run of the comparison scored on its own seed's draws and the initial model on
-    every seed's, 64 samples on each of the fresh problems of seed 1; their changes, the claims' pairs and the claims
-    are what the script's tests give on the figures they record; and `make lab-fresh-STEM` is the command each records,
-    over the runs of the comparison `make lab-STEM` trains."""
+    of the 0.520 build (337-348)", "... on a third set of twelve seeds of the 0.520 build (349-360)"): every run of the
+    comparison scored on its own seed's draws and the initial model on every seed's, 64 samples on each of the fresh
+    problems of seed 1; their changes, the claims' pairs and the claims are what the script's tests give on the figures
+    they record; and `make lab-fresh-STEM` is the command each records, over the runs of the comparison `make lab-STEM`
+    trains."""
     import shlex
 
     from rlvr_recipes.launch.verdicts import start_accuracy
@@ -497,53 +499,67 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     assert start_accuracy(record) == start_accuracy(summary)
 
 
-PLANNED_SECOND_SETS = {
-    # stem: (the two first seeds, the method pooled, the heading of the section whose readings named the poolings)
-    "w_reinforce": ((277, 313), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
-    "agrae_drgrpo": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
-    "agrae_dapo": ((301, 337), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
+PLANNED_LATER_SETS = {
+    # pooling: (the first seeds of its sets, the last of them run after the plan, the method pooled, the heading of
+    # the section whose readings named the pooling)
+    "w_reinforce_313": ((277, 313), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
+    "agrae_drgrpo_325": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
+    "agrae_dapo_337": ((301, 337), "agrae_dapo_001",
+                       "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
+    "agrae_dapo_349": ((301, 337, 349), "agrae_dapo_001",
+                       "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third set"),
 }
 
 
-@pytest.mark.parametrize("stem, kind, claim, verdict, mean, low, high, p", [
-    ("w_reinforce", "summary", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
+@pytest.mark.parametrize("pooling, kind, claim, verdict, mean, low, high, p", [
+    ("w_reinforce_313", "summary", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
      -0.004, -0.012, +0.003, "0.22"),
-    ("w_reinforce", "fresh", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
+    ("w_reinforce_313", "fresh", "w_reinforce keeps large-k pass@64 above grpo", "cannot be judged",
      -0.005, -0.017, +0.008, "0.43"),
-    ("agrae_drgrpo", "summary", "agrae_drgrpo ends with pass@1 above drgrpo", "cannot be judged",
+    ("agrae_drgrpo_325", "summary", "agrae_drgrpo ends with pass@1 above drgrpo", "cannot be judged",
      -0.006, -0.014, +0.002, "0.12"),
-    ("agrae_drgrpo", "summary", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+    ("agrae_drgrpo_325", "summary", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
      +0.002, -0.005, +0.009, "0.55"),
-    ("agrae_drgrpo", "fresh", "agrae_drgrpo ends with pass@1 above drgrpo", "did not hold",
+    ("agrae_drgrpo_325", "fresh", "agrae_drgrpo ends with pass@1 above drgrpo", "did not hold",
      -0.009, -0.015, -0.003, "0.0071"),
-    ("agrae_drgrpo", "fresh", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+    ("agrae_drgrpo_325", "fresh", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
      -0.000, -0.012, +0.011, "0.94"),
-    ("agrae_dapo", "summary", "agrae_dapo_001 ends with pass@1 above dapo_001", "did not hold",
+    ("agrae_dapo_337", "summary", "agrae_dapo_001 ends with pass@1 above dapo_001", "did not hold",
      -0.007, -0.012, -0.002, "0.0083"),
-    ("agrae_dapo", "summary", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
+    ("agrae_dapo_337", "summary", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
      -0.002, -0.009, +0.006, "0.61"),
-    ("agrae_dapo", "fresh", "agrae_dapo_001 ends with pass@1 above dapo_001", "cannot be judged",
+    ("agrae_dapo_337", "fresh", "agrae_dapo_001 ends with pass@1 above dapo_001", "cannot be judged",
      -0.001, -0.006, +0.004, "0.68"),
-    ("agrae_dapo", "fresh", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
+    ("agrae_dapo_337", "fresh", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
      +0.000, -0.011, +0.012, "0.97"),
+    ("agrae_dapo_349", "summary", "agrae_dapo_001 ends with pass@1 above dapo_001", "did not hold",
+     -0.005, -0.009, -0.001, "0.011"),
+    ("agrae_dapo_349", "summary", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
+     -0.002, -0.008, +0.003, "0.42"),
+    ("agrae_dapo_349", "fresh", "agrae_dapo_001 ends with pass@1 above dapo_001", "cannot be judged",
+     -0.002, -0.006, +0.001, "0.18"),
+    ("agrae_dapo_349", "fresh", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
+     -0.001, -0.010, +0.008, "0.87"),
 ])
-def test_planned_poolings_of_a_second_seed_set_give_what_docs_say(stem, kind, claim, verdict, mean, low, high, p):
-    """The poolings of a 0.520-build seed set of twelve with the set that ran it again, named in the readings before
-    the second set ran (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)",
+def test_planned_poolings_of_later_seed_sets_give_what_docs_say(pooling, kind, claim, verdict, mean, low, high, p):
+    """The poolings of a 0.520-build seed set of twelve with the sets that ran it again, each named in the readings
+    before its last set ran (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)",
     "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against
-    DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)"), on the held-out prompts (the committed
-    summaries) and on the fresh problems (the committed score files): each is the second look at its claim, on 24
-    seeds, and gives the verdict, the mean, the interval and the p the section states."""
+    DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)", "... on a third set of twelve seeds of
+    the 0.520 build (349-360)"), on the held-out prompts (the committed summaries) and on the fresh problems (the
+    committed score files): each is the look at its claim that its set count makes, on twelve seeds a set, and gives
+    the verdict, the mean, the interval and the p the section states."""
     from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
 
-    firsts, method, heading = PLANNED_SECOND_SETS[stem]
+    firsts, method, heading = PLANNED_LATER_SETS[pooling]
+    stem = pooling.rsplit("_", 1)[0]
     paths = [f"benchmarks/lab_{stem}_{first}_{kind}.json" for first in firsts]
     summaries = [(path, s) for path, (_, s) in zip(paths, read_summaries([os.path.join(ROOT, q) for q in paths]))]
-    rows = [r for r in pooled(summaries, planned_poolings([f"{paths[0]}+{paths[1]}:{method}"], paths))
-            if r["planned"] and r["claim"] == claim]
+    plan = f"{','.join(paths[:-1])}+{paths[-1]}:{method}"
+    rows = [r for r in pooled(summaries, planned_poolings([plan], paths)) if r["planned"] and r["claim"] == claim]
     assert len(rows) == 1
     (row,) = rows
-    assert row["looks"] == 2 and len(row["seeds"]) == 24 and row["verdict"] == verdict
+    assert row["looks"] == len(firsts) and len(row["seeds"]) == 12 * len(firsts) and row["verdict"] == verdict
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
     assert f"difference {mean:+.3f}, 95 % interval [{low:+.3f}, {high:+.3f}]" in row["evidence"]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
@@ -787,6 +803,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-agrae-drgrpo-%", "325", "lab_agrae_drgrpo_325", 325, ["drgrpo", "agrae_drgrpo"], 12, {}),
     ("lab-agrae-dapo-%", "301", "lab_agrae_dapo_301", 301, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-dapo-%", "337", "lab_agrae_dapo_337", 337, ["dapo_001", "agrae_dapo_001"], 12, {}),
+    ("lab-agrae-dapo-%", "349", "lab_agrae_dapo_349", 349, ["dapo_001", "agrae_dapo_001"], 12, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
@@ -804,12 +821,12 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-w-reinforce-313` ("W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)"), `make
     lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build (289-300)"), `make
     lab-agrae-drgrpo-325` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)"), `make
-    lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)")
-    and `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)"). Those run with a seed count
-    of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
-    LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265
-    LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
-    (265-276)")."""
+    lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)"),
+    `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)") and `make lab-agrae-dapo-349`
+    ("... on a third set of twelve seeds of the 0.520 build (349-360)"). Those run with a seed count of their own
+    (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO
+    against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N
+    against GRPO at four updates a batch, on twelve seeds of the 0.520 build (265-276)")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem, given)
