@@ -500,14 +500,12 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
 
 
 PLANNED_LATER_SETS = {
-    # pooling: (the first seeds of its sets, the last of them run after the plan, the method pooled, the heading of
-    # the section whose readings named the pooling)
-    "w_reinforce_313": ((277, 313), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
-    "agrae_drgrpo_325": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
-    "agrae_dapo_337": ((301, 337), "agrae_dapo_001",
-                       "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
-    "agrae_dapo_349": ((301, 337, 349), "agrae_dapo_001",
-                       "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third set"),
+    # the set run after the plan, STEM_FIRSTSEED: (the first seeds of the sets read before it, the method pooled, the
+    # heading of the section whose readings named the pooling)
+    "w_reinforce_313": ((277,), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
+    "agrae_drgrpo_325": ((289,), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
+    "agrae_dapo_337": ((301,), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
+    "agrae_dapo_349": ((301, 337), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third"),
 }
 
 
@@ -551,8 +549,9 @@ def test_planned_poolings_of_later_seed_sets_give_what_docs_say(pooling, kind, c
     the verdict, the mean, the interval and the p the section states."""
     from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
 
-    firsts, method, heading = PLANNED_LATER_SETS[pooling]
-    stem = pooling.rsplit("_", 1)[0]
+    earlier, method, heading = PLANNED_LATER_SETS[pooling]
+    stem, last = pooling.rsplit("_", 1)
+    firsts = [*earlier, int(last)]
     paths = [f"benchmarks/lab_{stem}_{first}_{kind}.json" for first in firsts]
     summaries = [(path, s) for path, (_, s) in zip(paths, read_summaries([os.path.join(ROOT, q) for q in paths]))]
     plan = f"{','.join(paths[:-1])}+{paths[-1]}:{method}"
