@@ -75,7 +75,8 @@
 #                    lanes; writes benchmarks/lab_agrae_drgrpo_289_summary.json (docs/lab.md's "A-GRAE on Dr.GRPO
 #                    against Dr.GRPO on twelve seeds of the 0.520 build (289-300)"); make lab-agrae-drgrpo-325 the
 #                    same x 12 seeds from 325 (docs/lab.md's "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds
-#                    of the 0.520 build (325-336)")
+#                    of the 0.520 build (325-336)") and make lab-agrae-drgrpo-361 from 361 ("... on a third set of
+#                    twelve seeds of the 0.520 build (361-372)")
 #   make lab-agrae-dapo-301 DAPO as 001 ran it and A-GRAE on it x 12 seeds from 301 (runs/lab_agrae_dapo_301), two
 #                    lanes; writes benchmarks/lab_agrae_dapo_301_summary.json (docs/lab.md's "A-GRAE on DAPO against
 #                    DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)"); make lab-agrae-dapo-337 the
@@ -90,8 +91,10 @@
 #                    DAPO on fresh problems"), lab-fresh-w-reinforce-313 ("W-REINFORCE against GRPO on twelve more
 #                    seeds of the 0.520 build (313-324)"), lab-fresh-agrae-drgrpo-325 ("A-GRAE on Dr.GRPO against
 #                    Dr.GRPO on twelve more seeds of the 0.520 build (325-336)"), lab-fresh-agrae-dapo-337 ("A-GRAE
-#                    on DAPO against DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)") and
-#                    lab-fresh-agrae-dapo-349 ("... on a third set of twelve seeds of the 0.520 build (349-360)")
+#                    on DAPO against DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)"),
+#                    lab-fresh-agrae-dapo-349 ("... on a third set of twelve seeds of the 0.520 build (349-360)") and
+#                    lab-fresh-agrae-drgrpo-361 ("A-GRAE on Dr.GRPO against Dr.GRPO on a third set of twelve seeds of
+#                    the 0.520 build (361-372)")
 #   make lab-symmetry GRPO and A-GRAE's two Table 1 controls of group-level symmetry (positive advantages x 10 and
 #                    / 10) x 4 seeds (117-120), two lanes (runs/lab_symmetry); writes
 #                    benchmarks/lab_symmetry_summary.json, docs/lab.md's "GRPO's positive advantages scaled up and
@@ -330,8 +333,9 @@ lab-w-reinforce-%: $(STAMP)
 
 # Dr.GRPO and Dr.GRPO + A-GRAE, the Dr.GRPO rows of 001 Table 2, on 12 seeds of the 0.520 build: make
 # lab-agrae-drgrpo-289 (seeds 289-300; docs/lab.md, "A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520
-# build (289-300)"), make lab-agrae-drgrpo-325 (seeds 325-336; "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds
-# of the 0.520 build (325-336)")
+# build (289-300)"), make lab-agrae-drgrpo-325 (seeds 325-336, pooled as planned with 289-300; "A-GRAE on Dr.GRPO
+# against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)") and make lab-agrae-drgrpo-361 (seeds 361-372,
+# pooled as planned with both; "... on a third set of twelve seeds of the 0.520 build (361-372)")
 LAB_AGRAE_DRGRPO_SEEDS ?= 12
 LAB_AGRAE_DRGRPO_ARGS ?= --methods drgrpo,agrae_drgrpo --seeds $(LAB_AGRAE_DRGRPO_SEEDS) --first-seed $* --steps 50 \
 	--passk-samples 64
@@ -487,7 +491,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_off_policy_265_summary.json benchmarks/lab_w_reinforce_277_summary.json \
 	benchmarks/lab_agrae_drgrpo_289_summary.json benchmarks/lab_agrae_dapo_301_summary.json \
 	benchmarks/lab_w_reinforce_313_summary.json benchmarks/lab_agrae_drgrpo_325_summary.json \
-	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json
+	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
+	benchmarks/lab_agrae_drgrpo_361_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -500,8 +505,9 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # GRPO's claims at G = 8 only, and those of G = 4 against G = 2 on 221-228 name 93-98 and 105-112 with 221-228, for
 # the claims of G = 4 only, those of GRPO-N at four updates a batch on 265-276 name 249-256 with 265-276, for
 # GRPO-N's claims only, those of W-REINFORCE on 313-324 name 277-288 with 313-324, for W-REINFORCE's claims only,
-# those of A-GRAE on Dr.GRPO on 325-336 name 289-300 with 325-336, for its claims only, those of A-GRAE on DAPO on
-# 337-348 name 301-312 with 337-348, and those on 349-360 name 301-312 and 337-348 with 349-360, for its claims only);
+# those of A-GRAE on Dr.GRPO on 325-336 name 289-300 with 325-336, and those on 361-372 name 289-300 and 325-336 with
+# 361-372, for its claims only, those of A-GRAE on DAPO on 337-348 name 301-312 with 337-348, and those on 349-360 name
+# 301-312 and 337-348 with 349-360, for its claims only);
 # the summaries before '+' had been read before the plan, so the pooling is a later look at their claims and decides
 # only at Pocock's level (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -527,7 +533,9 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_agrae_drgrpo_289_summary.json+benchmarks/lab_agrae_drgrpo_325_summary.json:agrae_drgrpo \
 	benchmarks/lab_agrae_dapo_301_summary.json+benchmarks/lab_agrae_dapo_337_summary.json:agrae_dapo_001 \
 	benchmarks/lab_agrae_dapo_301_summary.json,benchmarks/lab_agrae_dapo_337_summary.json+$\
-	benchmarks/lab_agrae_dapo_349_summary.json:agrae_dapo_001
+	benchmarks/lab_agrae_dapo_349_summary.json:agrae_dapo_001 \
+	benchmarks/lab_agrae_drgrpo_289_summary.json,benchmarks/lab_agrae_drgrpo_325_summary.json+$\
+	benchmarks/lab_agrae_drgrpo_361_summary.json:agrae_drgrpo
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json

@@ -463,7 +463,8 @@ FRESH_SCORES = [("lab_cw_clip_cov_257_fresh.json", "runs/lab_cw_clip_cov_257", "
                 ("lab_w_reinforce_313_fresh.json", "runs/lab_w_reinforce_313", "w-reinforce-313", 2),
                 ("lab_agrae_drgrpo_325_fresh.json", "runs/lab_agrae_drgrpo_325", "agrae-drgrpo-325", 2),
                 ("lab_agrae_dapo_337_fresh.json", "runs/lab_agrae_dapo_337", "agrae-dapo-337", 2),
-                ("lab_agrae_dapo_349_fresh.json", "runs/lab_agrae_dapo_349", "agrae-dapo-349", 2)]
+                ("lab_agrae_dapo_349_fresh.json", "runs/lab_agrae_dapo_349", "agrae-dapo-349", 2),
+                ("lab_agrae_drgrpo_361_fresh.json", "runs/lab_agrae_drgrpo_361", "agrae-drgrpo-361", 2)]
 
 
 @pytest.mark.parametrize("name, out, stem, n_claims", FRESH_SCORES)
@@ -472,11 +473,11 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     "The decided verdicts of the 0.520 build on fresh problems", "A-GRAE on Dr.GRPO and on DAPO on fresh problems",
     "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)", "A-GRAE on Dr.GRPO against Dr.GRPO on
     twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more seeds
-    of the 0.520 build (337-348)", "... on a third set of twelve seeds of the 0.520 build (349-360)"): every run of the
-    comparison scored on its own seed's draws and the initial model on every seed's, 64 samples on each of the fresh
-    problems of seed 1; their changes, the claims' pairs and the claims are what the script's tests give on the figures
-    they record; and `make lab-fresh-STEM` is the command each records, over the runs of the comparison `make lab-STEM`
-    trains."""
+    of the 0.520 build (337-348)", "... on a third set of twelve seeds of the 0.520 build (349-360)", "A-GRAE on Dr.GRPO
+    against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)"): every run of the comparison scored on
+    its own seed's draws and the initial model on every seed's, 64 samples on each of the fresh problems of seed 1;
+    their changes, the claims' pairs and the claims are what the script's tests give on the figures they record; and
+    `make lab-fresh-STEM` is the command each records, over the runs of the comparison `make lab-STEM` trains."""
     import shlex
 
     from rlvr_recipes.launch.verdicts import start_accuracy
@@ -506,6 +507,7 @@ PLANNED_LATER_SETS = {
     "agrae_drgrpo_325": ((289,), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
     "agrae_dapo_337": ((301,), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
     "agrae_dapo_349": ((301, 337), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third"),
+    "agrae_drgrpo_361": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on a third set"),
 }
 
 
@@ -538,13 +540,22 @@ PLANNED_LATER_SETS = {
      -0.002, -0.006, +0.001, "0.18"),
     ("agrae_dapo_349", "fresh", "agrae_dapo_001 keeps large-k pass@64 above dapo_001", "cannot be judged",
      -0.001, -0.010, +0.008, "0.87"),
+    ("agrae_drgrpo_361", "summary", "agrae_drgrpo ends with pass@1 above drgrpo", "cannot be judged",
+     -0.006, -0.013, +0.000, "0.062"),
+    ("agrae_drgrpo_361", "summary", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+     -0.001, -0.006, +0.004, "0.72"),
+    ("agrae_drgrpo_361", "fresh", "agrae_drgrpo ends with pass@1 above drgrpo", "did not hold",
+     -0.008, -0.013, -0.004, "0.0014"),
+    ("agrae_drgrpo_361", "fresh", "agrae_drgrpo keeps large-k pass@64 above drgrpo", "cannot be judged",
+     +0.000, -0.008, +0.008, "1.0"),
 ])
 def test_planned_poolings_of_later_seed_sets_give_what_docs_say(pooling, kind, claim, verdict, mean, low, high, p):
     """The poolings of a 0.520-build seed set of twelve with the sets that ran it again, each named in the readings
     before its last set ran (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)",
     "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against
     DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)", "... on a third set of twelve seeds of
-    the 0.520 build (349-360)"), on the held-out prompts (the committed summaries) and on the fresh problems (the
+    the 0.520 build (349-360)", "A-GRAE on Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build
+    (361-372)"), on the held-out prompts (the committed summaries) and on the fresh problems (the
     committed score files): each is the look at its claim that its set count makes, on twelve seeds a set, and gives
     the verdict, the mean, the interval and the p the section states."""
     from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
@@ -803,6 +814,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-agrae-dapo-%", "301", "lab_agrae_dapo_301", 301, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-dapo-%", "337", "lab_agrae_dapo_337", 337, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-dapo-%", "349", "lab_agrae_dapo_349", 349, ["dapo_001", "agrae_dapo_001"], 12, {}),
+    ("lab-agrae-drgrpo-%", "361", "lab_agrae_drgrpo_361", 361, ["drgrpo", "agrae_drgrpo"], 12, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
@@ -821,11 +833,13 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-agrae-drgrpo-289` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve seeds of the 0.520 build (289-300)"), `make
     lab-agrae-drgrpo-325` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)"), `make
     lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)"),
-    `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)") and `make lab-agrae-dapo-349`
-    ("... on a third set of twelve seeds of the 0.520 build (349-360)"). Those run with a seed count of their own
-    (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257 LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO
-    against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265 LAB_OFF_POLICY_SEEDS=12` ("GRPO-N
-    against GRPO at four updates a batch, on twelve seeds of the 0.520 build (265-276)")."""
+    `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)"), `make lab-agrae-dapo-349`
+    ("... on a third set of twelve seeds of the 0.520 build (349-360)") and `make lab-agrae-drgrpo-361` ("A-GRAE on
+    Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)"). Those run with a seed count
+    of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
+    LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265
+    LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
+    (265-276)")."""
     import shlex
 
     _, (train, copy) = _make_recipe(target, stem, given)
