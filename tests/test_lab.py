@@ -501,13 +501,13 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
 
 
 PLANNED_LATER_SETS = {
-    # the set run after the plan, STEM_FIRSTSEED: (the first seeds of the sets read before it, the method pooled, the
-    # heading of the section whose readings named the pooling)
-    "w_reinforce_313": ((277,), "w_reinforce", "#### W-REINFORCE against GRPO on twelve more seeds"),
-    "agrae_drgrpo_325": ((289,), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds"),
-    "agrae_dapo_337": ((301,), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more"),
-    "agrae_dapo_349": ((301, 337), "agrae_dapo_001", "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third"),
-    "agrae_drgrpo_361": ((289, 325), "agrae_drgrpo", "#### A-GRAE on Dr.GRPO against Dr.GRPO on a third set"),
+    # the set run after the plan, STEM_FIRSTSEED: the heading of the section whose readings named the pooling (its sets
+    # and method are LAB_PLANNED's)
+    "w_reinforce_313": "#### W-REINFORCE against GRPO on twelve more seeds",
+    "agrae_drgrpo_325": "#### A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds",
+    "agrae_dapo_337": "#### A-GRAE on DAPO against DAPO, as 001 ran them, on twelve more",
+    "agrae_dapo_349": "#### A-GRAE on DAPO against DAPO, as 001 ran them, on a third",
+    "agrae_drgrpo_361": "#### A-GRAE on Dr.GRPO against Dr.GRPO on a third set",
 }
 
 
@@ -552,24 +552,27 @@ PLANNED_LATER_SETS = {
 def test_planned_poolings_of_later_seed_sets_give_what_docs_say(pooling, kind, claim, verdict, mean, low, high, p):
     """The poolings of a 0.520-build seed set of twelve with the sets that ran it again, each named in the readings
     before its last set ran (docs/lab.md, "W-REINFORCE against GRPO on twelve more seeds of the 0.520 build (313-324)",
-    "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against
-    DAPO, as 001 ran them, on twelve more seeds of the 0.520 build (337-348)", "... on a third set of twelve seeds of
-    the 0.520 build (349-360)", "A-GRAE on Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build
-    (361-372)"), on the held-out prompts (the committed summaries) and on the fresh problems (the
-    committed score files): each is the look at its claim that its set count makes, on twelve seeds a set, and gives
-    the verdict, the mean, the interval and the p the section states."""
+    "A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)", "A-GRAE on DAPO against DAPO,
+    as 001 ran them, on twelve more seeds of the 0.520 build (337-348)", "... on a third set of twelve seeds of the
+    0.520 build (349-360)", "A-GRAE on Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build
+    (361-372)"), on the held-out prompts (the committed summaries) and on the fresh problems (the committed score
+    files): each is the look at its claim that its set count makes, on twelve seeds a set, and gives the verdict, the
+    mean, the interval and the p the section states. The sets and the method are those of the pooling `LAB_PLANNED`
+    ends with the set's summary (`make lab-verdicts` pools the summaries so); the fresh pooling is the same plan over
+    the sets' score files."""
     from rlvr_recipes.launch.verdicts import planned_poolings, pooled, read_summaries
 
-    earlier, method, heading = PLANNED_LATER_SETS[pooling]
-    stem, last = pooling.rsplit("_", 1)
-    firsts = [*earlier, int(last)]
-    paths = [f"benchmarks/lab_{stem}_{first}_{kind}.json" for first in firsts]
+    heading = PLANNED_LATER_SETS[pooling]
+    (plan,) = [p for p in _makefile_words(_joined_makefile(), "LAB_PLANNED")
+               if p.partition("+")[2].split(":")[0] == f"benchmarks/lab_{pooling}_summary.json"]
+    plan = plan.replace("_summary.json", f"_{kind}.json")
+    earlier, last = plan.split(":")[0].split("+")
+    paths = [*earlier.split(","), last]
     summaries = [(path, s) for path, (_, s) in zip(paths, read_summaries([os.path.join(ROOT, q) for q in paths]))]
-    plan = f"{','.join(paths[:-1])}+{paths[-1]}:{method}"
     rows = [r for r in pooled(summaries, planned_poolings([plan], paths)) if r["planned"] and r["claim"] == claim]
     assert len(rows) == 1
     (row,) = rows
-    assert row["looks"] == len(firsts) and len(row["seeds"]) == 12 * len(firsts) and row["verdict"] == verdict
+    assert row["looks"] == len(paths) and len(row["seeds"]) == 12 * len(paths) and row["verdict"] == verdict
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
     assert f"difference {mean:+.3f}, 95 % interval [{low:+.3f}, {high:+.3f}]" in row["evidence"]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
