@@ -25,6 +25,8 @@
 #                    baselines x 3 seeds (40-42) on the countdown task, two lanes (runs/lab_target; 109 min on 2 cores
 #                    when it ran); writes benchmarks/lab_target_summary.json, the report behind docs/lab.md's "The
 #                    2-hour comparison, run"; finished runs are kept, an interrupted one resumes
+#   make lab-target-373 the same 42 runs at seeds 373-375 (runs/lab_target_373), from the shipped 0.520 build;
+#                    writes benchmarks/lab_target_373_summary.json
 #   make lab-passk256 the 50-57 runs of make lab-confirm for GRPO, GRPO-N, A-GRAE and CW-GRPO scored again to
 #                    pass@256, each on its own seed's draws, tested seed by seed (needs runs/lab_confirm; 105 min on 2
 #                    cores when it ran); writes benchmarks/lab_confirm_passk256.json, docs/lab.md's "pass@256 of the
@@ -259,6 +261,12 @@ LAB_TARGET_METHODS ?= grpo,avspo,agrae,aapo,cw_grpo,grpo_n,grpo_4mb,grpo_n_4mb,c
 LAB_TARGET_ARGS ?= --seeds 3 --first-seed 40 --steps 50 --passk-samples 64
 lab-target: $(STAMP)
 	$(call lab_comparison,--methods $(LAB_TARGET_METHODS) $(LAB_TARGET_ARGS),lab_target)
+
+# the same 42 runs from another first seed: make lab-target-373 (seeds 373-375, on the shipped 0.520 build; docs/lab.md,
+# "The 2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)")
+LAB_TARGET_MORE_ARGS ?= --seeds 3 --first-seed $* --steps 50 --passk-samples 64
+lab-target-%: $(STAMP)
+	$(call lab_comparison,--methods $(LAB_TARGET_METHODS) $(LAB_TARGET_MORE_ARGS),lab_target_$*)
 
 # the runs behind docs/lab.md's "ACR and accuracy against the group size, each G trained at its own": 9 runs
 LAB_GROUP_SIZE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed 90 --steps 50 --passk-samples 64
