@@ -500,7 +500,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_agrae_drgrpo_289_summary.json benchmarks/lab_agrae_dapo_301_summary.json \
 	benchmarks/lab_w_reinforce_313_summary.json benchmarks/lab_agrae_drgrpo_325_summary.json \
 	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
-	benchmarks/lab_agrae_drgrpo_361_summary.json
+	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

@@ -790,6 +790,8 @@ def test_docs_count_and_name_the_poolings_the_makefile_plans():
 
 
 GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
+TARGET_METHODS = ["grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "grpo_4mb", "grpo_n_4mb", "clip_cov", "gspo",
+                  "gspo_n", "dapo", "drgrpo", "w_reinforce"]
 
 
 @pytest.mark.parametrize("target,stem,name,first_seed,methods,seeds,given", [
@@ -818,6 +820,7 @@ GROUP_SIZE_METHODS = ["grpo", "grpo_g4", "grpo_g2"]
     ("lab-agrae-dapo-%", "337", "lab_agrae_dapo_337", 337, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-dapo-%", "349", "lab_agrae_dapo_349", 349, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-drgrpo-%", "361", "lab_agrae_drgrpo_361", 361, ["drgrpo", "agrae_drgrpo"], 12, {}),
+    ("lab-target-%", "373", "lab_target_373", 373, TARGET_METHODS, 3, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
@@ -837,8 +840,9 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-agrae-drgrpo-325` ("A-GRAE on Dr.GRPO against Dr.GRPO on twelve more seeds of the 0.520 build (325-336)"), `make
     lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)"),
     `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)"), `make lab-agrae-dapo-349`
-    ("... on a third set of twelve seeds of the 0.520 build (349-360)") and `make lab-agrae-drgrpo-361` ("A-GRAE on
-    Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)"). Those run with a seed count
+    ("... on a third set of twelve seeds of the 0.520 build (349-360)"), `make lab-agrae-drgrpo-361` ("A-GRAE on
+    Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)") and `make lab-target-373`
+    ("The 2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)"). Those run with a seed count
     of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
     LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265
     LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
