@@ -842,8 +842,8 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)"), `make lab-agrae-dapo-349`
     ("... on a third set of twelve seeds of the 0.520 build (349-360)"), `make lab-agrae-drgrpo-361` ("A-GRAE on
     Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)") and `make lab-target-373`
-    ("The 2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)"). Those run with a seed count
-    of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
+    ("The 2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)"). Those run
+    with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
     LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265
     LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
     (265-276)")."""
