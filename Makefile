@@ -40,6 +40,9 @@
 #   make lab-sequential-levels Pocock's levels at the later looks of LAB_PLANNED's poolings, checked by simulation
 #                    for their look sizes (a few seconds; writes benchmarks/lab_sequential_levels.json, docs/lab.md's
 #                    "Later looks at a claim")
+#   make lab-early-acr-within early ACR against final held-out accuracy within GRPO's runs of the committed
+#                    summaries, each seed set centred on its means (a second; writes
+#                    benchmarks/lab_early_acr_within.json)
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"; make lab-exploration-173 GRPO and A-GRAE x 8
@@ -85,6 +88,10 @@
 #                    same x 12 seeds from 337 (docs/lab.md's "A-GRAE on DAPO against DAPO, as 001 ran them, on twelve
 #                    more seeds of the 0.520 build (337-348)") and make lab-agrae-dapo-349 from 349 ("... on a third
 #                    set of twelve seeds of the 0.520 build (349-360)")
+#   make lab-difficulty-376 GRPO trained on each third of the RL prompts, split by the warm start's solve rate, x 6
+#                    seeds from 376 (runs/lab_difficulty_376), two lanes; writes
+#                    benchmarks/lab_difficulty_376_summary.json (docs/lab.md's "ACR and accuracy across difficulty
+#                    levels, each level trained at its own (376-381)")
 #   make lab-fresh-cw-clip-cov-257 the final models of make lab-cw-clip-cov-257 and the initial model scored on 200
 #                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
 #                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265,
@@ -163,7 +170,8 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
 	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 \
 	lab-symmetry-121-passk256 lab-symmetry-pos-passk256 \
-	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy lab-sequential-levels toy bench clean
+	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy lab-sequential-levels lab-early-acr-within toy bench \
+	clean
 
 $(STAMP): setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -277,6 +285,14 @@ lab-group-size: $(STAMP)
 LAB_GROUP_SIZE_MORE_ARGS ?= --methods grpo,grpo_g4,grpo_g2 --seeds 3 --first-seed $* --steps 50 --passk-samples 64
 lab-group-size-%: $(STAMP)
 	$(call lab_comparison,$(LAB_GROUP_SIZE_MORE_ARGS),lab_group_size_$*)
+
+# GRPO trained on the easiest, middle and hardest third of the RL prompts by the warm start's solve rate (16 responses
+# a prompt, rated once a build: runs/tiny_countdown/data/train_levels.json), all else as grpo's: make
+# lab-difficulty-376 (seeds 376-381; docs/lab.md, "ACR and accuracy across difficulty levels, each level trained at its
+# own (376-381)"; 000 Sec. 3.4.3, Fig. 2)
+LAB_DIFFICULTY_ARGS ?= --methods grpo_easy,grpo_medium,grpo_hard --seeds 6 --first-seed $* --steps 50 --passk-samples 64
+lab-difficulty-%: $(STAMP)
+	$(call lab_comparison,$(LAB_DIFFICULTY_ARGS),lab_difficulty_$*)
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
@@ -550,6 +566,13 @@ LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_tra
 lab-verdicts: $(STAMP)
 	$(PY) -m rlvr_recipes.launch.verdicts $(LAB_SUMMARIES) --pool $(addprefix --planned ,$(LAB_PLANNED)) \
 		$(addprefix --probe ,$(LAB_PROBES)) --publish docs/lab.md
+
+# early ACR against final held-out accuracy within one method, over the committed summaries' runs of it, each set
+# centred on its means (docs/lab.md, "ACR and accuracy across difficulty levels, each level trained at its own
+# (376-381)"): reads the summaries, trains nothing, changes no verdict
+LAB_EARLY_ACR_WITHIN_ARGS ?= --method grpo --json benchmarks/lab_early_acr_within.json
+lab-early-acr-within: $(STAMP)
+	$(PY) benchmarks/lab_early_acr_within.py $(LAB_SUMMARIES) $(LAB_EARLY_ACR_WITHIN_ARGS)
 
 # Pocock's levels at the later looks of LAB_PLANNED's poolings, checked by simulation for their look sizes and t-tests
 # (docs/lab.md, "Later looks at a claim"): reads the summaries' seed sets, trains nothing, changes no verdict

@@ -21,10 +21,12 @@ from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, 
                                          _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
                                          _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
                                          keep_training_record, main, paired_change, paired_claim, passk_change,
-                                         passk_curve, publish_report, run_in_lanes, run_specs, series, summarise,
-                                         training_record, welch_test, write_training_record)
+                                         passk_curve, publish_report, run_in_lanes, run_specs, series,
+                                         split_by_solve_rate, summarise, training_record, welch_test,
+                                         write_train_levels, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
-from rlvr_recipes.launch.cpu_run import lost_port_race, run_then_release, run_with_port_retry
+from rlvr_recipes.launch.cpu_run import (TRAIN_LEVELS, level_file, lost_port_race, run_then_release,
+                                         run_with_port_retry, train_file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -259,6 +261,106 @@ def test_group_size_claims_compare_each_g_trained_at_its_own():
     assert not any("G = 8" in c and "G = 2" in c for c in out)  # adjacent sizes only
     del runs["grpo_g4"]
     assert not any(c.startswith("GRPO trained at G") for c in {c["claim"] for c in claims(runs, {}, kmax=4)})
+
+
+def test_split_by_solve_rate_cuts_most_solved_first_and_ties_by_lot():
+    """Counts worked by hand: 7 rows into parts of 3, 2 and 2 rows (np.array_split), most solved first: rows 1 and 6
+    (16), row 4 (12); then the three rows at 8 (0, 3, 5) straddle the boundary of the last two parts, so two of them
+    go to the middle part and one, by the seed's lot, joins row 2 (0) in the last."""
+    counts = np.array([8, 16, 0, 8, 12, 8, 16])
+    parts = split_by_solve_rate(counts, 3, seed=0)
+    assert parts[0].tolist() == [1, 4, 6]
+    assert len(parts[1]) == 2 and set(parts[1]) < {0, 3, 5}
+    assert set(parts[2]) == {2} | ({0, 3, 5} - set(parts[1]))
+    assert all((np.diff(p) > 0).all() for p in parts)  # each part's rows sorted
+    lots = {tuple(split_by_solve_rate(counts, 3, seed=s)[1]) for s in range(30)}
+    assert lots == {(0, 3), (0, 5), (3, 5)}  # the tie is cut by the seed, not by row order
+    assert [p.tolist() for p in split_by_solve_rate(counts, 3, seed=3)] == [
+        p.tolist() for p in split_by_solve_rate(counts, 3, seed=3)]
+
+
+@given(st.lists(st.integers(0, 16), min_size=3, max_size=60), st.integers(0, 10_000))
+@settings(max_examples=60, deadline=None)
+def test_split_by_solve_rate_orders_the_parts(counts, seed):
+    """Property: a partition of the rows into near-equal parts, each part's counts at least the next part's."""
+    counts = np.array(counts)
+    parts = split_by_solve_rate(counts, 3, seed)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(len(counts)))
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
+    for a, b in zip(parts, parts[1:]):
+        assert counts[a].min() >= counts[b].max()
+
+
+def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
+    """The RL prompts split into thirds by solve rate, written where train_file finds them, with a record of each
+    level (rates worked by hand) that is kept while samples, seed, prompts and weights match."""
+    import pandas as pd
+
+    import rlvr_recipes.launch.compare as compare_mod
+
+    data, model = tmp_path / "data", tmp_path / "model"
+    data.mkdir(), model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights one")
+    pd.DataFrame({"ground_truth": [f"p{i}" for i in range(6)]}).to_parquet(data / "train.parquet")
+    paths = {"model": str(model), "train": str(data / "train.parquet"), "test": str(data / "test.parquet")}
+    calls = []
+
+    def fake_counts(model_dir, data_path, reward_fn, samples, max_new, seed):
+        calls.append((data_path, samples, seed))
+        return np.array([4, 0, 3, 1, 4, 2])  # of 4 samples: rates 1, 0, .75, .25, 1, .5
+
+    monkeypatch.setattr(compare_mod, "sample_correct_counts", fake_counts)
+    for method in TRAIN_LEVELS:
+        with pytest.raises(ValueError, match="not written yet"):
+            train_file(method, paths)
+    record = write_train_levels(paths, None, 8, samples=4, seed=0)
+    assert calls == [(paths["train"], 4, 0)]
+    assert train_file("grpo", paths) == paths["train"]
+    rows = {lv: pd.read_parquet(level_file(paths["train"], lv))["ground_truth"].tolist()
+            for lv in ("easy", "medium", "hard")}
+    assert rows == {"easy": ["p0", "p4"], "medium": ["p2", "p5"], "hard": ["p1", "p3"]}
+    assert train_file("grpo_medium", paths) == level_file(paths["train"], "medium")
+    # expected ACR at G = 8 of the medium third: ((0.75^8 + 0.25^8) + (0.5^8 + 0.5^8)) / 2
+    medium = record["levels"]["medium"]
+    assert medium["prompts"] == 2 and medium["solve_rate"] == pytest.approx(0.625)
+    assert (medium["min"], medium["max"]) == (0.5, 0.75)
+    assert medium["expected_acr_g8"] == pytest.approx((0.75**8 + 0.25**8 + 2 * 0.5**8) / 2)
+    assert record["levels"]["hard"]["expected_acr_g8"] == pytest.approx((1 + 0.75**8 + 0.25**8) / 2)
+    assert write_train_levels(paths, None, 8, samples=4, seed=0) == record and len(calls) == 1  # kept
+    (model / "model.safetensors").write_bytes(b"weights two")  # another warm start: rated again
+    write_train_levels(paths, None, 8, samples=4, seed=0)
+    assert len(calls) == 2
+
+
+def test_difficulty_claims_compare_each_level_trained_at_its_own():
+    """000 Sec. 3.4.3, Fig. 2: GRPO trained on each third of the prompts; ACR higher on the hardest and on the easiest
+    third than on the middle one, final held-out accuracy higher on the middle third than on either, seed by seed."""
+    def run(acr, final, seed):
+        r = _run([1.0] * 4, [0.5] * 4, acr, (0.5, 0.7), {2: 0.6})
+        r["curves"]["val"] = {0: 0.5, 3: final}
+        r["seed"], r["keyed_draws"] = seed, True
+        return r
+
+    runs = {"grpo_easy": [run([0.5, 0.5], 0.60, 0), run([0.6, 0.4], 0.61, 1), run([0.45, 0.55], 0.70, 2)],
+            "grpo_medium": [run([0.1, 0.1], 0.66, 0), run([0.2, 0.0], 0.67, 1), run([0.05, 0.15], 0.68, 2)],
+            "grpo_hard": [run([0.8, 0.8], 0.60, 0), run([0.7, 0.9], 0.62, 1), run([0.9, 0.7], 0.61, 2)]}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    hard_acr = out["GRPO trained on the hardest third of the prompts has higher ACR than on the middle third"]
+    # mean ACR by seed: hard 0.8, 0.8, 0.8; medium 0.1, 0.1, 0.1 -> every difference +0.7
+    assert hard_acr["verdict"] == "held" and hard_acr["source"] == "000 Sec. 3.4.3, Fig. 2"
+    assert hard_acr["values"]["difference by seed"] == pytest.approx({"0": 0.7, "1": 0.7, "2": 0.7})
+    assert out["GRPO trained on the easiest third of the prompts has higher ACR than on the middle third"][
+        "verdict"] == "held"
+    # medium minus hard by seed: +0.06, +0.05, +0.07 (mean 0.06, sd 0.01, t 10.4 on 2 df)
+    assert out["GRPO trained on the middle third of the prompts ends with higher held-out accuracy than on the hardest "
+               "third"]["verdict"] == "held"
+    # medium minus easy by seed: +0.06, +0.06, -0.02 (mean 0.0333, sd 0.0462, t 1.25 on 2 df)
+    easy = out["GRPO trained on the middle third of the prompts ends with higher held-out accuracy than on the "
+               "easiest third"]
+    assert easy["verdict"] == "cannot be judged"
+    assert easy["values"]["difference by seed"] == pytest.approx({"0": 0.06, "1": 0.06, "2": -0.02})
+    del runs["grpo_medium"]
+    assert not any("third of the prompts" in c["claim"] for c in claims(runs, {}, kmax=4))
 
 
 def test_claims_read_the_runs():

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -108,6 +109,12 @@ CLAIMED_ABOVE = {"entropy": True, "entropy_below": False, "pass1": True, "passk"
 GROUP_SIZE_CLAIMS = (("grpo", "grpo_g4"), ("grpo_g4", "grpo_g2"))
 #: the group size each of those methods trains at
 GROUP_SIZES = {"grpo": 8, "grpo_g4": 4, "grpo_g2": 2}
+#: (method, its baseline, figure claimed higher in the method's runs): GRPO trained on a third of the RL prompts split
+#: by the warm start's solve rate (cpu_run.TRAIN_LEVELS), all else fixed. 000 Sec. 3.4.3, Fig. 2: mean ACR rises with
+#: difficulty (0.305 at Level 4, 0.410 at Level 6), "too easy or too hard problems lead to homogeneous outcomes ...
+#: which increases ACR", and final accuracy peaks at medium difficulty (0.630 at Level 4, 0.420 at Level 6)
+DIFFICULTY_CLAIMS = (("grpo_hard", "grpo_medium", "ACR"), ("grpo_easy", "grpo_medium", "ACR"),
+                     ("grpo_medium", "grpo_hard", "accuracy"), ("grpo_medium", "grpo_easy", "accuracy"))
 #: (baseline, paper): CW-GRPO's accuracy claims
 CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 #: the step in the keys of pass@k scoring's draws (the rollout server's keys use the trainer steps, -1 before the first
@@ -237,6 +244,70 @@ def passk_curve(counts: np.ndarray, samples: int) -> dict[int, float]:
     """``{k: mean pass@k over problems}`` for k = 1, 2, 4, ... ``samples``."""
     n = np.full_like(counts, samples)
     return {k: float(pass_at_k(n, counts, k).mean()) for k in default_ks(samples)}
+
+
+# ---------------------------------------------------------------------------------------------------- levels
+
+#: how many responses to each RL prompt rate its difficulty for :func:`write_train_levels`, and the seed of their
+#: draws and of the tie-break
+LEVEL_SAMPLES = 16
+LEVEL_SEED = 0
+
+
+def split_by_solve_rate(counts: np.ndarray, parts: int, seed: int) -> list[np.ndarray]:
+    """Row indices of ``(P,)`` correct counts split into ``parts`` near-equal parts by solve rate, the most solved
+    part first; rows of one count are ordered at random (``seed``), so a tie at a boundary is cut by lot. Each part's
+    rows are sorted. ``np.array_split`` sizes: the first ``P % parts`` parts have one row more."""
+    order = np.random.default_rng(seed).permutation(len(counts))
+    ranked = order[np.argsort(-np.asarray(counts)[order], kind="stable")]
+    return [np.sort(part) for part in np.array_split(ranked, parts)]
+
+
+def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max_new_tokens: int,
+                       say: Callable[[str], None] = lambda s: None, samples: int = LEVEL_SAMPLES,
+                       seed: int = LEVEL_SEED) -> dict[str, Any]:
+    """Split the RL prompts (``paths["train"]``) into thirds by the warm start's solve rate and write each third
+    where ``cpu_run.train_file`` looks for it, with ``train_levels.json`` beside them; kept when that record
+    matches (same samples, seed, prompts and model weights). Returns the record: per level its prompts, mean solve rate, range,
+    and expected ACR at G = 8 (the mean of p^8 + (1 - p)^8 over its prompts' estimated rates, as
+    ``launch.task_properties`` gives it for the held-out prompts).
+
+    The ACR paper splits MATH into difficulty levels by the solve rate of a selector model (000 Sec. 3.4.3,
+    App. A.1); here the selector is the warm start itself, sampled at temperature 1.0 as the runs sample.
+    A level's measured rates regress toward the mean when sampled again (they selected its prompts).
+    """
+    import pandas as pd
+
+    from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
+
+    levels = list(TRAIN_LEVELS.values())
+    record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
+    df = pd.read_parquet(paths["train"])
+    with open(os.path.join(paths["model"], "model.safetensors"), "rb") as f:
+        model_sha256 = hashlib.sha256(f.read()).hexdigest()
+    wanted = {"samples": samples, "seed": seed, "prompts": len(df), "model_sha256": model_sha256}
+    if os.path.exists(record_path) and all(os.path.exists(level_file(paths["train"], lv)) for lv in levels):
+        with open(record_path) as f:
+            record = json.load(f)
+        if {k: record.get(k) for k in wanted} == wanted:
+            return record
+    say(f"[compare] rating the {len(df)} RL prompts' difficulty: {samples} responses each from the warm start")
+    t0 = time.monotonic()
+    counts = sample_correct_counts(paths["model"], paths["train"], reward_fn, samples, max_new_tokens, seed=seed)
+    record = {**wanted, "levels": {}}
+    for level, rows in zip(levels, split_by_solve_rate(counts, len(levels), seed)):
+        rate = counts[rows] / samples
+        df.iloc[rows].to_parquet(level_file(paths["train"], level))
+        record["levels"][level] = {"prompts": int(len(rows)), "solve_rate": float(rate.mean()),
+                                   "min": float(rate.min()), "max": float(rate.max()),
+                                   "expected_acr_g8": float(np.mean(rate**8 + (1 - rate) ** 8))}
+    with open(record_path, "w") as f:
+        json.dump(record, f, indent=1)
+    say("[compare] levels: " + "; ".join(
+        f"{lv} {v['prompts']} prompts, solve rate {v['solve_rate']:.3f} ({v['min']:.2f}-{v['max']:.2f}), expected "
+        f"ACR at G = 8 {v['expected_acr_g8']:.3f}" for lv, v in record["levels"].items())
+        + f" [{time.monotonic() - t0:.0f} s]")
+    return record
 
 
 # ---------------------------------------------------------------------------------------------------- ACR vs G
@@ -621,8 +692,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     Raises:
         ValueError: a kept run was made with other settings, or (``report_only``) no run has finished.
     """
-    from rlvr_recipes.launch.cpu_run import (compose, embedded_task, ensure_tiny, registered, run_overrides,
-                                             start_cluster_runs)
+    from rlvr_recipes.launch.cpu_run import (TRAIN_LEVELS, compose, embedded_task, ensure_tiny, registered,
+                                             run_overrides, start_cluster_runs)
     from rlvr_recipes.reward.reference import reference_settings, settings_reward
 
     out = os.path.abspath(out)
@@ -634,6 +705,8 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     reward_fn = settings_reward(settings)
     max_new = settings["max_response_length"]
     seed_list = range(first_seed, first_seed + seeds)
+    if not report_only and any(m in TRAIN_LEVELS for m in methods):
+        write_train_levels(paths, reward_fn, max_new, say)
     specs = run_specs(methods, seed_list, steps, out)
     # what a kept run must have been run with: a resume with other settings would mix them in one report
     run_settings = {"task": task, "steps": steps, "passk_samples": passk_samples, "overrides": list(extra)}
@@ -1040,6 +1113,18 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
                 *versus(large, small, mean_of("acr/acr"), higher=False))
             add(f"GRPO trained at G = {g_large} ends with higher held-out accuracy than at G = {g_small}",
                 "000 Sec. 3.4.6, Fig. 5", *versus(large, small, final_of, higher=True))
+    # 000 Sec. 3.4.3, Fig. 2: ACR and final accuracy across difficulty levels, each level trained on its own
+    level_names = {"grpo_easy": "the easiest third", "grpo_medium": "the middle third",
+                   "grpo_hard": "the hardest third"}
+    for method, base, figure in DIFFICULTY_CLAIMS:
+        if method in runs and base in runs:
+            mine, theirs = level_names[method], level_names[base]
+            if figure == "ACR":
+                add(f"GRPO trained on {mine} of the prompts has higher ACR than on {theirs}", "000 Sec. 3.4.3, Fig. 2",
+                    *versus(method, base, mean_of("acr/acr"), higher=True))
+            else:
+                add(f"GRPO trained on {mine} of the prompts ends with higher held-out accuracy than on {theirs}",
+                    "000 Sec. 3.4.3, Fig. 2", *versus(method, base, final_of, higher=True))
     if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             *versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))

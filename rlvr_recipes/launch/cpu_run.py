@@ -88,7 +88,16 @@ BASELINES: dict[str, list[str]] = {
     # GRPO trained at group sizes 4 and 2 with all else as grpo's (G = 8): the ACR paper varies G so (000 Sec. 3.4.6)
     "grpo_g4": ["baseline=grpo", "actor_rollout_ref.rollout.n=4"],
     "grpo_g2": ["baseline=grpo", "actor_rollout_ref.rollout.n=2"],
+    # GRPO trained on one third of the RL prompts (TRAIN_LEVELS), with all else as grpo's: the ACR paper trains on
+    # each difficulty level of MATH (000 Sec. 3.4.2-3.4.3)
+    "grpo_easy": ["baseline=grpo"],
+    "grpo_medium": ["baseline=grpo"],
+    "grpo_hard": ["baseline=grpo"],
 }
+#: the methods that train on a difficulty level of the RL prompts, and their level: a third of the prompts, split by
+#: the warm start's solve rate (``launch.compare.write_train_levels`` writes them beside ``train.parquet``; 000 Sec.
+#: 3.4.3 splits MATH into levels by a selector model's solve rate, App. A.1), easiest first
+TRAIN_LEVELS: dict[str, str] = {"grpo_easy": "easy", "grpo_medium": "medium", "grpo_hard": "hard"}
 #: Policy losses by name: this package's (AAPO's loss goes with its estimator) and verl's Clip-Cov.
 LOSSES: dict[str, list[str]] = {
     "cw_grpo": ["actor_rollout_ref.actor.policy_loss.loss_mode=cw_grpo"],
@@ -190,6 +199,26 @@ def registered() -> tuple[list[str], list[str]]:
     return sorted(ADV_ESTIMATOR_REGISTRY), sorted(POLICY_LOSS_REGISTRY)
 
 
+def level_file(train_path: str, level: str) -> str:
+    """Where the RL prompts of difficulty ``level`` (:data:`TRAIN_LEVELS`) lie: beside ``train_path``."""
+    return os.path.join(os.path.dirname(train_path), f"train_{level}.parquet")
+
+
+def train_file(method: str, paths: dict[str, str]) -> str:
+    """The RL prompts ``method`` trains on: its level's third (:data:`TRAIN_LEVELS`) or all of ``paths["train"]``.
+
+    Raises:
+        ValueError: the level's file is not written yet (naming it and the command that writes it).
+    """
+    if method not in TRAIN_LEVELS:
+        return paths["train"]
+    path = level_file(paths["train"], TRAIN_LEVELS[method])
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: the {TRAIN_LEVELS[method]} prompts {method} trains on are not written yet; "
+                         f"python -m rlvr_recipes.launch.compare --task countdown --methods {method} writes them")
+    return path
+
+
 def run_overrides(
     method: str,
     paths: dict[str, str],
@@ -203,7 +232,7 @@ def run_overrides(
     return [
         *method_overrides(method, estimators),
         f"actor_rollout_ref.model.path={paths['model']}",
-        f"data.train_files={paths['train']}",
+        f"data.train_files={train_file(method, paths)}",
         f"data.val_files={paths['test']}",
         f"trainer.total_training_steps={steps}",
         f"trainer.n_gpus_per_node={ranks}",
