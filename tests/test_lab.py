@@ -821,6 +821,7 @@ TARGET_METHODS = ["grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "grpo_4
     ("lab-agrae-dapo-%", "349", "lab_agrae_dapo_349", 349, ["dapo_001", "agrae_dapo_001"], 12, {}),
     ("lab-agrae-drgrpo-%", "361", "lab_agrae_drgrpo_361", 361, ["drgrpo", "agrae_drgrpo"], 12, {}),
     ("lab-target-%", "373", "lab_target_373", 373, TARGET_METHODS, 3, {}),
+    ("lab-difficulty-%", "376", "lab_difficulty_376", 376, ["grpo_easy", "grpo_medium", "grpo_hard"], 6, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
@@ -841,9 +842,10 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     lab-agrae-dapo-301` ("A-GRAE on DAPO against DAPO, as 001 ran them, on twelve seeds of the 0.520 build (301-312)"),
     `make lab-agrae-dapo-337` ("... on twelve more seeds of the 0.520 build (337-348)"), `make lab-agrae-dapo-349`
     ("... on a third set of twelve seeds of the 0.520 build (349-360)"), `make lab-agrae-drgrpo-361` ("A-GRAE on
-    Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)") and `make lab-target-373`
-    ("The 2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)"). Those run
-    with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
+    Dr.GRPO against Dr.GRPO on a third set of twelve seeds of the 0.520 build (361-372)"), `make lab-target-373` ("The
+    2-hour comparison again, from a fresh clone, on three new seeds of the 0.520 build (373-375)") and `make
+    lab-difficulty-376` ("ACR and accuracy across difficulty levels, each level trained at its own (376-381)"). Those
+    run with a seed count of their own (``given``) are run so, and docs/lab.md gives them so: `make lab-cw-clip-cov-257
     LAB_CW_CLIP_COV_SEEDS=8` ("CW-GRPO against Clip-Cov on eight seeds of the 0.520 build") and `make lab-off-policy-265
     LAB_OFF_POLICY_SEEDS=12` ("GRPO-N against GRPO at four updates a batch, on twelve seeds of the 0.520 build
     (265-276)")."""
