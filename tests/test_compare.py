@@ -194,6 +194,14 @@ def _run(entropy, eff, acr, passk, acr_g):
             "passk_end": {1: passk[0], 4: passk[1]}, "acr_by_group_size": acr_g}
 
 
+def _seeded_run(acr, final, seed):
+    """A run of seed ``seed`` with ACR curve ``acr`` and final held-out accuracy ``final``."""
+    r = _run([1.0] * 4, [0.5] * 4, acr, (0.5, 0.7), {2: 0.6})
+    r["curves"]["val"] = {0: 0.5, 3: final}
+    r["seed"], r["keyed_draws"] = seed, True
+    return r
+
+
 def test_the_summary_keeps_each_runs_table_figures_by_seed():
     """``figures_by_seed`` holds each run's figures under the table's names, keyed by seed; their mean and std over
     seeds are the table's, figure by figure, and a figure that is not finite (an empty curve) is left out."""
@@ -237,12 +245,7 @@ def test_the_early_acr_claim_keeps_its_name_with_too_few_runs():
 def test_group_size_claims_compare_each_g_trained_at_its_own():
     """000 Sec. 3.4.6, Fig. 5: GRPO at G = 8 against G = 4, and G = 4 against G = 2, on mean ACR during training and
     final held-out accuracy, seed by seed."""
-    def run(acr, final, seed):
-        r = _run([1.0] * 4, [0.5] * 4, acr, (0.5, 0.7), {2: 0.6})
-        r["curves"]["val"] = {0: 0.5, 3: final}
-        r["seed"], r["keyed_draws"] = seed, True
-        return r
-
+    run = _seeded_run
     runs = {"grpo": [run([0.5, 0.3], 0.70, 0), run([0.4, 0.4], 0.72, 1), run([0.45, 0.35], 0.69, 2)],
             "grpo_g4": [run([0.6, 0.6], 0.66, 0), run([0.7, 0.5], 0.71, 1), run([0.62, 0.58], 0.70, 2)],
             "grpo_g2": [run([0.8, 0.8], 0.60, 0), run([0.82, 0.78], 0.61, 2), run([0.9, 0.7], 0.62, 1)]}
@@ -335,12 +338,7 @@ def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
 def test_difficulty_claims_compare_each_level_trained_at_its_own():
     """000 Sec. 3.4.3, Fig. 2: GRPO trained on each third of the prompts; ACR higher on the hardest and on the easiest
     third than on the middle one, final held-out accuracy higher on the middle third than on either, seed by seed."""
-    def run(acr, final, seed):
-        r = _run([1.0] * 4, [0.5] * 4, acr, (0.5, 0.7), {2: 0.6})
-        r["curves"]["val"] = {0: 0.5, 3: final}
-        r["seed"], r["keyed_draws"] = seed, True
-        return r
-
+    run = _seeded_run
     runs = {"grpo_easy": [run([0.5, 0.5], 0.60, 0), run([0.6, 0.4], 0.61, 1), run([0.45, 0.55], 0.70, 2)],
             "grpo_medium": [run([0.1, 0.1], 0.66, 0), run([0.2, 0.0], 0.67, 1), run([0.05, 0.15], 0.68, 2)],
             "grpo_hard": [run([0.8, 0.8], 0.60, 0), run([0.7, 0.9], 0.62, 1), run([0.9, 0.7], 0.61, 2)]}

@@ -115,6 +115,8 @@ GROUP_SIZES = {"grpo": 8, "grpo_g4": 4, "grpo_g2": 2}
 #: which increases ACR", and final accuracy peaks at medium difficulty (0.630 at Level 4, 0.420 at Level 6)
 DIFFICULTY_CLAIMS = (("grpo_hard", "grpo_medium", "ACR"), ("grpo_easy", "grpo_medium", "ACR"),
                      ("grpo_medium", "grpo_hard", "accuracy"), ("grpo_medium", "grpo_easy", "accuracy"))
+#: the third of the prompts each of those methods trains on, as the claims name it
+LEVEL_NAMES = {"grpo_easy": "the easiest third", "grpo_medium": "the middle third", "grpo_hard": "the hardest third"}
 #: (baseline, paper): CW-GRPO's accuracy claims
 CW_GRPO_BASELINES = (("grpo", "003 Table 2"), ("clip_cov", "003 Table 2"))  # Table 2: GRPO, Clip-Cov, CW-GRPO
 #: the step in the keys of pass@k scoring's draws (the rollout server's keys use the trainer steps, -1 before the first
@@ -268,8 +270,8 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
                        seed: int = LEVEL_SEED) -> dict[str, Any]:
     """Split the RL prompts (``paths["train"]``) into thirds by the warm start's solve rate and write each third
     where ``cpu_run.train_file`` looks for it, with ``train_levels.json`` beside them; kept when that record
-    matches (same samples, seed, prompts and model weights). Returns the record: per level its prompts, mean solve rate, range,
-    and expected ACR at G = 8 (the mean of p^8 + (1 - p)^8 over its prompts' estimated rates, as
+    matches (same samples, seed, prompts and model weights). Returns the record: per level its prompts, mean solve
+    rate, range, and expected ACR at G = 8 (the mean of p^8 + (1 - p)^8 over its prompts' estimated rates, as
     ``launch.task_properties`` gives it for the held-out prompts).
 
     The ACR paper splits MATH into difficulty levels by the solve rate of a selector model (000 Sec. 3.4.3,
@@ -1114,11 +1116,9 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
             add(f"GRPO trained at G = {g_large} ends with higher held-out accuracy than at G = {g_small}",
                 "000 Sec. 3.4.6, Fig. 5", *versus(large, small, final_of, higher=True))
     # 000 Sec. 3.4.3, Fig. 2: ACR and final accuracy across difficulty levels, each level trained on its own
-    level_names = {"grpo_easy": "the easiest third", "grpo_medium": "the middle third",
-                   "grpo_hard": "the hardest third"}
     for method, base, figure in DIFFICULTY_CLAIMS:
         if method in runs and base in runs:
-            mine, theirs = level_names[method], level_names[base]
+            mine, theirs = LEVEL_NAMES[method], LEVEL_NAMES[base]
             if figure == "ACR":
                 add(f"GRPO trained on {mine} of the prompts has higher ACR than on {theirs}", "000 Sec. 3.4.3, Fig. 2",
                     *versus(method, base, mean_of("acr/acr"), higher=True))
