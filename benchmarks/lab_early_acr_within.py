@@ -24,14 +24,17 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from scipy import stats
 
-EARLY_ACR_PREFIX = "early ACR"
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from rlvr_recipes.launch.compare import EARLY_ACR  # noqa: E402
+from rlvr_recipes.launch.verdicts import read_summaries  # noqa: E402
 
 
 def set_runs(summary: dict[str, Any], method: str) -> list[tuple[float, float]]:
     """(early ACR, final held-out accuracy) of each run of ``method`` in ``summary``'s early-ACR claim, by seed; runs
     with a value that is not finite are left out."""
     for claim in summary.get("claims", []):
-        if claim["claim"].startswith(EARLY_ACR_PREFIX):
+        if claim["claim"] == EARLY_ACR:
             values = claim.get("values") or {}
             early = values.get("early ACR", {}).get(method, {})
             final = values.get("final held-out accuracy", {}).get(method, {})
@@ -68,12 +71,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--method", default="grpo", help="the method whose runs are correlated (default grpo)")
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
-    sets = {}
-    for path in args.summaries:
-        if not path.endswith("_summary.json"):
-            continue
-        with open(path) as f:
-            sets[os.path.basename(path)[: -len("_summary.json")]] = set_runs(json.load(f), args.method)
+    try:
+        summaries = read_summaries([path for path in args.summaries if path.endswith("_summary.json")])
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sets = {os.path.basename(path)[: -len("_summary.json")]: set_runs(summary, args.method)
+            for path, summary in summaries}
     result = {"method": args.method, **within_correlation(sets)}
     for name, row in result["by_set"].items():
         print(f"{name:32s} {row['runs']:3d} runs  early ACR {row['early_acr_mean']:.3f}  final {row['final_mean']:.3f}"

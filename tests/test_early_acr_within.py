@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.lab_early_acr_within import main, set_runs, within_correlation
+from rlvr_recipes.launch.compare import EARLY_ACR
 
 SET_A = [(0.1, 0.5), (0.3, 0.4), (0.2, 0.3)]
 SET_B = [(0.5, 0.9), (0.7, 0.8), (0.6, 0.7)]  # set A moved by +0.4 in both figures: its centring removes it
@@ -37,8 +38,7 @@ def _summary(method_values):
     early = {m: {str(s): e for s, (e, _) in enumerate(v)} for m, v in method_values.items()}
     final = {m: {str(s): f for s, (_, f) in enumerate(v)} for m, v in method_values.items()}
     return {"claims": [{"claim": "ACR falls as the group size G grows", "values": {}},
-                       {"claim": "early ACR (first 20 % of steps) predicts final held-out accuracy (negative "
-                                 "correlation)", "values": {"early ACR": early, "final held-out accuracy": final}}]}
+                       {"claim": EARLY_ACR, "values": {"early ACR": early, "final held-out accuracy": final}}]}
 
 
 def test_set_runs_reads_one_methods_runs_from_the_claim():
@@ -60,3 +60,9 @@ def test_main_reads_the_summaries_and_writes_the_json(tmp_path, capsys):
     result = json.loads(out.read_text())
     assert result["method"] == "grpo" and result["r"] == pytest.approx(-0.5) and result["runs"] == 6
     assert "within-set r = -0.500 over 6 runs of 2 sets" in capsys.readouterr().out
+
+
+def test_main_names_a_missing_summary(tmp_path, capsys):
+    missing = str(tmp_path / "lab_gone_summary.json")
+    assert main([missing]) == 2
+    assert missing in capsys.readouterr().err

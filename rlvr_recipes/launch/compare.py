@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -281,13 +280,13 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
     import pandas as pd
 
     from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
+    from rlvr_recipes.tiny_task.build import file_sha256
 
     levels = list(TRAIN_LEVELS.values())
     record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
     df = pd.read_parquet(paths["train"])
-    with open(os.path.join(paths["model"], "model.safetensors"), "rb") as f:
-        model_sha256 = hashlib.sha256(f.read()).hexdigest()
-    wanted = {"samples": samples, "seed": seed, "prompts": len(df), "model_sha256": model_sha256}
+    wanted = {"samples": samples, "seed": seed, "prompts": len(df),
+              "model_sha256": file_sha256(os.path.join(paths["model"], "model.safetensors"))}
     if os.path.exists(record_path) and all(os.path.exists(level_file(paths["train"], lv)) for lv in levels):
         with open(record_path) as f:
             record = json.load(f)
