@@ -91,7 +91,9 @@
 #   make lab-difficulty-376 GRPO trained on each third of the RL prompts, split by the warm start's solve rate, x 6
 #                    seeds from 376 (runs/lab_difficulty_376), two lanes; writes
 #                    benchmarks/lab_difficulty_376_summary.json (docs/lab.md's "ACR and accuracy across difficulty
-#                    levels, each level trained at its own (376-381)")
+#                    levels, each level trained at its own (376-381)"); make lab-difficulty-382 the same x 6 seeds
+#                    from 382, each run scored on its own third of the held-out prompts too ("... on six more seeds
+#                    (382-387), each run scored on its own level too")
 #   make lab-fresh-cw-clip-cov-257 the final models of make lab-cw-clip-cov-257 and the initial model scored on 200
 #                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
 #                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265,
@@ -287,9 +289,11 @@ lab-group-size-%: $(STAMP)
 	$(call lab_comparison,$(LAB_GROUP_SIZE_MORE_ARGS),lab_group_size_$*)
 
 # GRPO trained on the easiest, middle and hardest third of the RL prompts by the warm start's solve rate (16 responses
-# a prompt, rated once a build: runs/tiny_countdown/data/train_levels.json), all else as grpo's: make
-# lab-difficulty-376 (seeds 376-381; docs/lab.md, "ACR and accuracy across difficulty levels, each level trained at its
-# own (376-381)"; 000 Sec. 3.4.3, Fig. 2): 18 runs, 47.7 min in two lanes on 2 cores when they ran
+# a prompt, rated once a build with the held-out prompts' thirds: runs/tiny_countdown/data/train_levels.json), all else
+# as grpo's: make lab-difficulty-376 (seeds 376-381; docs/lab.md, "ACR and accuracy across difficulty levels, each
+# level trained at its own (376-381)"; 000 Sec. 3.4.3, Fig. 2): 18 runs, 47.7 min in two lanes on 2 cores when they
+# ran; make lab-difficulty-382 (seeds 382-387, each run scored on its own held-out third too; "... on six more seeds
+# (382-387), each run scored on its own level too"), pooled as planned with 376 (LAB_PLANNED)
 LAB_DIFFICULTY_ARGS ?= --methods grpo_easy,grpo_medium,grpo_hard --seeds 6 --first-seed $* --steps 50 --passk-samples 64
 lab-difficulty-%: $(STAMP)
 	$(call lab_comparison,$(LAB_DIFFICULTY_ARGS),lab_difficulty_$*)

@@ -21,9 +21,9 @@ from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, 
                                          _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
                                          _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
                                          keep_training_record, main, paired_change, paired_claim, passk_change,
-                                         passk_curve, publish_report, run_in_lanes, run_specs, series,
-                                         split_by_solve_rate, summarise, training_record, welch_test,
-                                         write_train_levels, write_training_record)
+                                         passk_curve, publish_report, read_train_levels, run_in_lanes, run_specs,
+                                         score_own_levels, series, split_by_solve_rate, summarise, training_record,
+                                         welch_test, write_train_levels, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import (TRAIN_LEVELS, level_file, lost_port_race, run_then_release,
                                          run_with_port_retry, train_file)
@@ -295,8 +295,9 @@ def test_split_by_solve_rate_orders_the_parts(counts, seed):
 
 
 def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
-    """The RL prompts split into thirds by solve rate, written where train_file finds them, with a record of each
-    level (rates worked by hand) that is kept while samples, seed, prompts and weights match."""
+    """The RL prompts split into thirds by solve rate, written where train_file finds them, the held-out prompts
+    split alike (their rows recorded), with a record of each level (rates worked by hand) that is kept while samples,
+    seed, prompt counts and weights match."""
     import pandas as pd
 
     import rlvr_recipes.launch.compare as compare_mod
@@ -305,11 +306,14 @@ def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
     data.mkdir(), model.mkdir()
     (model / "model.safetensors").write_bytes(b"weights one")
     pd.DataFrame({"ground_truth": [f"p{i}" for i in range(6)]}).to_parquet(data / "train.parquet")
+    pd.DataFrame({"ground_truth": [f"t{i}" for i in range(4)]}).to_parquet(data / "test.parquet")
     paths = {"model": str(model), "train": str(data / "train.parquet"), "test": str(data / "test.parquet")}
     calls = []
 
     def fake_counts(model_dir, data_path, reward_fn, samples, max_new, seed):
         calls.append((data_path, samples, seed))
+        if data_path == paths["test"]:
+            return np.array([1, 4, 2, 0])  # rates .25, 1, .5, 0: easy row 1, medium row 2, hard rows 0 and 3
         return np.array([4, 0, 3, 1, 4, 2])  # of 4 samples: rates 1, 0, .75, .25, 1, .5
 
     monkeypatch.setattr(compare_mod, "sample_correct_counts", fake_counts)
@@ -317,7 +321,7 @@ def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match="not written yet"):
             train_file(method, paths)
     record = write_train_levels(paths, None, 8, samples=4, seed=0)
-    assert calls == [(paths["train"], 4, 0)]
+    assert calls == [(paths["train"], 4, 0), (paths["test"], 4, 0)]
     assert train_file("grpo", paths) == paths["train"]
     rows = {lv: pd.read_parquet(level_file(paths["train"], lv))["ground_truth"].tolist()
             for lv in ("easy", "medium", "hard")}
@@ -329,10 +333,18 @@ def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
     assert (medium["min"], medium["max"]) == (0.5, 0.75)
     assert medium["expected_acr_g8"] == pytest.approx((0.75**8 + 0.25**8 + 2 * 0.5**8) / 2)
     assert record["levels"]["hard"]["expected_acr_g8"] == pytest.approx((1 + 0.75**8 + 0.25**8) / 2)
-    assert write_train_levels(paths, None, 8, samples=4, seed=0) == record and len(calls) == 1  # kept
+    # 4 held-out rows in thirds of 2, 1, 1: the two most solved first (rates 1 and .5), then .25, then 0
+    held = record["heldout_levels"]
+    assert {lv: v["rows"] for lv, v in held.items()} == {"easy": [1, 2], "medium": [0], "hard": [3]}
+    assert held["easy"]["solve_rate"] == pytest.approx(0.75) and held["hard"]["expected_acr_g8"] == 1.0
+    assert read_train_levels(paths) == record
+    assert write_train_levels(paths, None, 8, samples=4, seed=0) == record and len(calls) == 2  # kept
     (model / "model.safetensors").write_bytes(b"weights two")  # another warm start: rated again
     write_train_levels(paths, None, 8, samples=4, seed=0)
-    assert len(calls) == 2
+    assert len(calls) == 4
+    pd.DataFrame({"ground_truth": ["t0"]}).to_parquet(data / "test.parquet")  # other held-out prompts: again
+    write_train_levels(paths, None, 8, samples=4, seed=0)
+    assert len(calls) == 6
 
 
 def test_difficulty_claims_compare_each_level_trained_at_its_own():
@@ -357,8 +369,50 @@ def test_difficulty_claims_compare_each_level_trained_at_its_own():
                "easiest third"]
     assert easy["verdict"] == "cannot be judged"
     assert easy["values"]["difference by seed"] == pytest.approx({"0": 0.06, "1": 0.06, "2": -0.02})
+    assert not any("of the held-out prompts" in c for c in out)  # no run scored on its own third
     del runs["grpo_medium"]
     assert not any("third of the prompts" in c["claim"] for c in claims(runs, {}, kmax=4))
+
+
+def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
+    """score_own_levels: a level run's own-level accuracy is the mean of its greedy rights over its level's held-out
+    rows; the two own-level claims of Fig. 2 compare them seed by seed (numbers worked by hand); a run without rights
+    (scored before they were kept), or no held-out levels, leaves the claims out."""
+    record = {"heldout_levels": {"easy": {"rows": [0, 1]}, "medium": {"rows": [2, 3]}, "hard": {"rows": [4, 5]}}}
+    rights = {  # per seed, over the six held-out prompts
+        "grpo_easy": [[1, 1, 0, 0, 0, 0], [1, 0, 1, 1, 0, 0], [1, 1, 1, 0, 1, 0]],  # own: 1, 0.5, 1
+        "grpo_medium": [[1, 0, 1, 1, 0, 0], [0, 0, 1, 0, 1, 1], [1, 1, 1, 1, 1, 1]],  # own: 1, 0.5, 1
+        "grpo_hard": [[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 0]],  # own: 0, 0, 0.5
+    }
+    runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed), heldout_greedy_right=r) for seed, r in enumerate(rs)]
+            for m, rs in rights.items()}
+    runs["grpo"] = [dict(_seeded_run([0.5, 0.5], 0.6, 0), heldout_greedy_right=[1] * 6)]
+    score_own_levels(runs, record)
+    assert [r["own_level_accuracy"] for r in runs["grpo_hard"]] == [0.0, 0.0, 0.5]
+    assert "own_level_accuracy" not in runs["grpo"][0]  # not a level method
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the middle third of the "
+               "held-out prompts than trained on the hardest third on the hardest third"]
+    # medium minus hard by seed: +1, +0.5, +0.5 (mean 0.667, sd 0.289, t 4.0 on 2 df, p 0.057)
+    assert hard["values"]["difference by seed"] == {"0": 1.0, "1": 0.5, "2": 0.5}
+    assert hard["verdict"] == "cannot be judged" and hard["source"] == "000 Sec. 3.4.3, Fig. 2"
+    easy = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the middle third of the "
+               "held-out prompts than trained on the easiest third on the easiest third"]
+    assert easy["values"]["difference by seed"] == {"0": 0.0, "1": 0.0, "2": 0.0}
+    assert easy["verdict"] == "cannot be judged"
+    for r in runs["grpo_hard"]:
+        del r["own_level_accuracy"]
+    runs["grpo_hard"][0]["heldout_greedy_right"] = None  # scored before the rights were kept
+    score_own_levels(runs, record)
+    assert "own_level_accuracy" not in runs["grpo_hard"][0]
+    assert sum("held-out prompts than" in c["claim"] for c in claims(runs, {}, kmax=4)) == 1  # the easy one only
+    fresh = {m: [dict(r) for r in rs] for m, rs in runs.items()}
+    for rs in fresh.values():
+        for r in rs:
+            r.pop("own_level_accuracy", None)
+    score_own_levels(fresh, None)
+    score_own_levels(fresh, {"levels": {}})
+    assert not any("own_level_accuracy" in r for rs in fresh.values() for r in rs)
 
 
 def test_claims_read_the_runs():

@@ -371,13 +371,14 @@ def test_passk_scoring_draws_belong_to_the_prompt_and_sample_not_to_the_batch(ti
 
 def test_greedy_accuracy_is_each_prompts_greedy_answer_scored_whatever_the_batch(tiny_model):
     """launch.compare.greedy_accuracy (a build's mark, task_properties' greedy_acc): the fraction of prompts whose
-    greedy response the reward scores 1, equal to each prompt decoded alone, without padding, and for any batch size.
+    greedy response the reward scores 1, equal to each prompt decoded alone, without padding, and for any batch size;
+    greedy_right, prompt by prompt (what a level's run is scored on its own third by), the same row by row.
     The untrained model answers every prompt alike, so the reward here scores an answer by its first character and
     its row's ground truth (an even sum), so that some rows are right and some not."""
     import pandas as pd
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr_recipes.launch.compare import greedy_accuracy, render_prompts
+    from rlvr_recipes.launch.compare import greedy_accuracy, greedy_right, render_prompts
 
     def first_character_and_sum(data_source, text, ground_truth):
         return {"score": float(bool(text) and (ord(text[0]) + int(ground_truth)) % 2 == 1)}
@@ -385,19 +386,21 @@ def test_greedy_accuracy_is_each_prompts_greedy_answer_scored_whatever_the_batch
     tok = AutoTokenizer.from_pretrained(tiny_model["model"])
     model = AutoModelForCausalLM.from_pretrained(tiny_model["model"], dtype=torch.float32).eval()
     df = pd.read_parquet(tiny_model["test"])
-    right = 0
+    by_row = []
     for row, prompt in enumerate(render_prompts(tok, df["prompt"])):
         ids = torch.tensor([tok.encode(prompt, add_special_tokens=False)])
         with torch.no_grad():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=3, do_sample=False,
                                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
-        right += int(first_character_and_sum(None, text, df["reward_model"].iloc[row]["ground_truth"])["score"])
-    expected = right / len(df)
+        by_row.append(bool(first_character_and_sum(None, text, df["reward_model"].iloc[row]["ground_truth"])["score"]))
+    expected = sum(by_row) / len(df)
     assert 0 < expected < 1  # the test can tell a right count from a wrong one
     assert greedy_accuracy(tiny_model["model"], tiny_model["test"], first_character_and_sum, 3) == pytest.approx(expected)
     assert greedy_accuracy(tiny_model["model"], tiny_model["test"], first_character_and_sum, 3, batch_prompts=7) == \
         pytest.approx(expected)
+    assert greedy_right(tiny_model["model"], tiny_model["test"], first_character_and_sum, 3,
+                        batch_prompts=7).tolist() == by_row
 
 
 def test_server_greedy_is_deterministic_and_respects_max_tokens(tiny_model):

@@ -113,7 +113,11 @@ GROUP_SIZES = {"grpo": 8, "grpo_g4": 4, "grpo_g2": 2}
 #: difficulty (0.305 at Level 4, 0.410 at Level 6), "too easy or too hard problems lead to homogeneous outcomes ...
 #: which increases ACR", and final accuracy peaks at medium difficulty (0.630 at Level 4, 0.420 at Level 6)
 DIFFICULTY_CLAIMS = (("grpo_hard", "grpo_medium", "ACR"), ("grpo_easy", "grpo_medium", "ACR"),
-                     ("grpo_medium", "grpo_hard", "accuracy"), ("grpo_medium", "grpo_easy", "accuracy"))
+                     ("grpo_medium", "grpo_hard", "accuracy"), ("grpo_medium", "grpo_easy", "accuracy"),
+                     # each run scored on its own level's third of the held-out prompts, as the paper scores each
+                     # level on its subset of MATH-500 (score_own_levels)
+                     ("grpo_medium", "grpo_hard", "own-level accuracy"),
+                     ("grpo_medium", "grpo_easy", "own-level accuracy"))
 #: the third of the prompts each of those methods trains on, as the claims name it
 LEVEL_NAMES = {"grpo_easy": "the easiest third", "grpo_medium": "the middle third", "grpo_hard": "the hardest third"}
 #: (baseline, paper): CW-GRPO's accuracy claims
@@ -221,24 +225,32 @@ def sample_correct_counts(model_dir: str, data_path: str, reward_fn: Callable[..
     return counts
 
 
-def greedy_accuracy(model_dir: str, data_path: str, reward_fn: Callable[..., Any], max_new_tokens: int,
-                    batch_prompts: int = 64) -> float:
-    """Fraction of the prompts of ``data_path`` whose greedy response (no sampling) ``reward_fn`` scores 1, rendered
-    as :func:`sample_correct_counts` renders them: on the held-out prompts, the trainer's validation before the first
-    step (a summary's ``held-out acc, start``), by which ``launch.verdicts`` and ``launch.replay`` tell one build of
-    the task from another."""
+def greedy_right(model_dir: str, data_path: str, reward_fn: Callable[..., Any], max_new_tokens: int,
+                 batch_prompts: int = 64) -> np.ndarray:
+    """``(P,)`` whether the greedy response (no sampling) to each prompt of ``data_path`` is one ``reward_fn`` scores
+    1, rendered as :func:`sample_correct_counts` renders them."""
     import pandas as pd
 
     model, tokenizer = load_policy(model_dir)
     df = pd.read_parquet(data_path)
     prompts = render_prompts(tokenizer, df["prompt"])
-    right = 0
+    right = np.zeros(len(prompts), dtype=bool)
     for start in range(0, len(prompts), batch_prompts):
         enc = tokenizer(prompts[start : start + batch_prompts], return_tensors="pt", padding=True,
                         add_special_tokens=False)
         _, texts = _continue(model, tokenizer, enc, max_new_tokens)
-        right += sum(_is_right(reward_fn, df, row, text) for row, text in enumerate(texts, start))
-    return right / len(prompts) if prompts else float("nan")
+        right[start : start + len(texts)] = [_is_right(reward_fn, df, row, text)
+                                             for row, text in enumerate(texts, start)]
+    return right
+
+
+def greedy_accuracy(model_dir: str, data_path: str, reward_fn: Callable[..., Any], max_new_tokens: int,
+                    batch_prompts: int = 64) -> float:
+    """Fraction of the prompts of ``data_path`` whose greedy response :func:`greedy_right` finds right: on the
+    held-out prompts, the trainer's validation before the first step (a summary's ``held-out acc, start``), by which
+    ``launch.verdicts`` and ``launch.replay`` tell one build of the task from another."""
+    right = greedy_right(model_dir, data_path, reward_fn, max_new_tokens, batch_prompts)
+    return float(right.mean()) if len(right) else float("nan")
 
 
 def passk_curve(counts: np.ndarray, samples: int) -> dict[int, float]:
@@ -264,18 +276,27 @@ def split_by_solve_rate(counts: np.ndarray, parts: int, seed: int) -> list[np.nd
     return [np.sort(part) for part in np.array_split(ranked, parts)]
 
 
+def _level_figures(rate: np.ndarray) -> dict[str, Any]:
+    """A level's prompts, mean solve rate, range and expected ACR at G = 8 (the mean of p^8 + (1 - p)^8 over its
+    prompts' estimated rates ``rate``, as ``launch.task_properties`` gives it for the held-out prompts)."""
+    return {"prompts": int(len(rate)), "solve_rate": float(rate.mean()), "min": float(rate.min()),
+            "max": float(rate.max()), "expected_acr_g8": float(np.mean(rate**8 + (1 - rate) ** 8))}
+
+
 def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max_new_tokens: int,
                        say: Callable[[str], None] = lambda s: None, samples: int = LEVEL_SAMPLES,
                        seed: int = LEVEL_SEED) -> dict[str, Any]:
     """Split the RL prompts (``paths["train"]``) into thirds by the warm start's solve rate and write each third
-    where ``cpu_run.train_file`` looks for it, with ``train_levels.json`` beside them; kept when that record
-    matches (same samples, seed, prompts and model weights). Returns the record: per level its prompts, mean solve
-    rate, range, and expected ACR at G = 8 (the mean of p^8 + (1 - p)^8 over its prompts' estimated rates, as
-    ``launch.task_properties`` gives it for the held-out prompts).
+    where ``cpu_run.train_file`` looks for it, with ``train_levels.json`` beside them; split the held-out prompts
+    (``paths["test"]``) into thirds the same way, each third's rows recorded, so that a level's run is scored on its
+    own third as well (:func:`score_own_levels`). Kept when that record matches (same samples, seed, prompt counts
+    and model weights). Returns the record: per level (``levels``; ``heldout_levels``, with ``rows``) its prompts,
+    mean solve rate, range and expected ACR at G = 8 (:func:`_level_figures`).
 
     The ACR paper splits MATH into difficulty levels by the solve rate of a selector model (000 Sec. 3.4.3,
-    App. A.1); here the selector is the warm start itself, sampled at temperature 1.0 as the runs sample.
-    A level's measured rates regress toward the mean when sampled again (they selected its prompts).
+    App. A.1), trains on each and scores each level's run "on the corresponding subset of MATH-500"; here the
+    selector is the warm start itself, sampled at temperature 1.0 as the runs sample. A level's measured rates
+    regress toward the mean when sampled again (they selected its prompts).
     """
     import pandas as pd
 
@@ -286,29 +307,61 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
     record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
     df = pd.read_parquet(paths["train"])
     wanted = {"samples": samples, "seed": seed, "prompts": len(df),
+              "heldout_prompts": len(pd.read_parquet(paths["test"])),
               "model_sha256": file_sha256(os.path.join(paths["model"], "model.safetensors"))}
     if os.path.exists(record_path) and all(os.path.exists(level_file(paths["train"], lv)) for lv in levels):
         with open(record_path) as f:
             record = json.load(f)
         if {k: record.get(k) for k in wanted} == wanted:
             return record
-    say(f"[compare] rating the {len(df)} RL prompts' difficulty: {samples} responses each from the warm start")
+    say(f"[compare] rating the {len(df)} RL prompts' and {wanted['heldout_prompts']} held-out prompts' difficulty: "
+        f"{samples} responses each from the warm start")
     t0 = time.monotonic()
-    counts = sample_correct_counts(paths["model"], paths["train"], reward_fn, samples, max_new_tokens, seed=seed)
-    record = {**wanted, "levels": {}}
-    for level, rows in zip(levels, split_by_solve_rate(counts, len(levels), seed)):
-        rate = counts[rows] / samples
-        df.iloc[rows].to_parquet(level_file(paths["train"], level))
-        record["levels"][level] = {"prompts": int(len(rows)), "solve_rate": float(rate.mean()),
-                                   "min": float(rate.min()), "max": float(rate.max()),
-                                   "expected_acr_g8": float(np.mean(rate**8 + (1 - rate) ** 8))}
+    record = {**wanted, "levels": {}, "heldout_levels": {}}
+    for data in ("train", "test"):
+        counts = sample_correct_counts(paths["model"], paths[data], reward_fn, samples, max_new_tokens, seed=seed)
+        for level, rows in zip(levels, split_by_solve_rate(counts, len(levels), seed)):
+            if data == "train":
+                df.iloc[rows].to_parquet(level_file(paths["train"], level))
+                record["levels"][level] = _level_figures(counts[rows] / samples)
+            else:
+                record["heldout_levels"][level] = {**_level_figures(counts[rows] / samples), "rows": rows.tolist()}
     with open(record_path, "w") as f:
         json.dump(record, f, indent=1)
-    say("[compare] levels: " + "; ".join(
-        f"{lv} {v['prompts']} prompts, solve rate {v['solve_rate']:.3f} ({v['min']:.2f}-{v['max']:.2f}), expected "
-        f"ACR at G = 8 {v['expected_acr_g8']:.3f}" for lv, v in record["levels"].items())
-        + f" [{time.monotonic() - t0:.0f} s]")
+    for name, kind in (("levels", "RL"), ("heldout_levels", "held-out")):
+        say(f"[compare] {kind} levels: " + "; ".join(
+            f"{lv} {v['prompts']} prompts, solve rate {v['solve_rate']:.3f} ({v['min']:.2f}-{v['max']:.2f}), "
+            f"expected ACR at G = 8 {v['expected_acr_g8']:.3f}" for lv, v in record[name].items()))
+    say(f"[compare] levels rated in {time.monotonic() - t0:.0f} s")
     return record
+
+
+def read_train_levels(paths: dict[str, str]) -> Optional[dict[str, Any]]:
+    """The record :func:`write_train_levels` wrote beside ``paths["train"]``, or None where there is none."""
+    record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
+    if not os.path.exists(record_path):
+        return None
+    with open(record_path) as f:
+        return json.load(f)
+
+
+def score_own_levels(runs: dict[str, list[dict[str, Any]]], record: Optional[dict[str, Any]]) -> None:
+    """Give each run of a level method (``cpu_run.TRAIN_LEVELS``) its ``own_level_accuracy``: the fraction of its
+    level's third of the held-out prompts (``record["heldout_levels"][level]["rows"]``) whose final greedy response
+    was right (``heldout_greedy_right``, :func:`train_and_score`), as 000 Sec. 3.4.3 scores each level's run on its
+    level of MATH-500. A run scored before the rows were kept, or a record without held-out levels, gets none."""
+    from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS
+
+    held = (record or {}).get("heldout_levels")
+    if not held:
+        return
+    for method, rs in runs.items():
+        if method not in TRAIN_LEVELS:
+            continue
+        rows = np.asarray(held[TRAIN_LEVELS[method]]["rows"], dtype=np.int64)
+        for r in rs:
+            if r.get("heldout_greedy_right") is not None:
+                r["own_level_accuracy"] = float(np.asarray(r["heldout_greedy_right"], dtype=float)[rows].mean())
 
 
 # ---------------------------------------------------------------------------------------------------- ACR vs G
@@ -445,7 +498,8 @@ def load_run(spec: RunSpec) -> dict[str, Any]:
         acr_g, cut = acr_by_group_size(rollouts, ACR_SIZES), ACR_CUT
     return {**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
             "keyed_draws": bool(done.get("keyed_draws")), "acr_cut": cut,
-            "passk_end": {int(k): v for k, v in done["passk_end"].items()}, "acr_by_group_size": acr_g}
+            "passk_end": {int(k): v for k, v in done["passk_end"].items()}, "acr_by_group_size": acr_g,
+            "heldout_greedy_right": done.get("heldout_greedy_right")}
 
 
 def _one_acr_cut(runs: dict[str, list[dict[str, Any]]]) -> str:
@@ -521,6 +575,10 @@ def train_and_score(spec: RunSpec, plan: RunPlan) -> dict[str, Any]:
     counts = sample_correct_counts(spec.final_model, plan.paths["test"], reward_fn, plan.passk_samples, plan.max_new,
                                    seed=spec.seed)
     outcome["passk_end"] = passk_curve(counts, plan.passk_samples)
+    # per held-out prompt, so that a run can be scored on a part of them (score_own_levels)
+    outcome["heldout_correct_counts"] = counts.tolist()
+    outcome["heldout_greedy_right"] = greedy_right(spec.final_model, plan.paths["test"], reward_fn,
+                                                   plan.max_new).astype(int).tolist()
     outcome["acr_by_group_size"] = acr_by_group_size(os.path.join(spec.out, "rollouts"), ACR_SIZES)
     with open(spec.done_path, "w") as f:
         json.dump(outcome, f, indent=1)
@@ -706,8 +764,9 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     reward_fn = settings_reward(settings)
     max_new = settings["max_response_length"]
     seed_list = range(first_seed, first_seed + seeds)
-    if not report_only and any(m in TRAIN_LEVELS for m in methods):
-        write_train_levels(paths, reward_fn, max_new, say)
+    levels = None
+    if any(m in TRAIN_LEVELS for m in methods):
+        levels = read_train_levels(paths) if report_only else write_train_levels(paths, reward_fn, max_new, say)
     specs = run_specs(methods, seed_list, steps, out)
     # what a kept run must have been run with: a resume with other settings would mix them in one report
     run_settings = {"task": task, "steps": steps, "passk_samples": passk_samples, "overrides": list(extra)}
@@ -769,6 +828,7 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
     runs = defaultdict(list)
     for spec in specs:
         runs[spec.method].append(load_run(spec))
+    score_own_levels(runs, levels)
     summary = summarise(runs, start_passk)
     record = training_record(jobs, todo, 0.0 if report_only else time.monotonic() - t_train)
     run_s = [r["seconds"] for rs in runs.values() for r in rs]
@@ -786,6 +846,10 @@ def compare(methods: Sequence[str], seeds: int, steps: int, out: str, extra: Seq
                         "acr_cut": _one_acr_cut(runs),
                         # this command's training: how many runs, in how many lanes, in how much wall time
                         **record}
+    if levels:  # the difficulty levels' figures (write_train_levels), without the held-out rows
+        summary["setup"]["levels"] = {name: {lv: {k: v for k, v in figs.items() if k != "rows"}
+                                             for lv, figs in levels.get(name, {}).items()}
+                                      for name in ("levels", "heldout_levels")}
     if todo:
         write_training_record(out, record)
     if report_only:
@@ -1121,9 +1185,13 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
             if figure == "ACR":
                 add(f"GRPO trained on {mine} of the prompts has higher ACR than on {theirs}", "000 Sec. 3.4.3, Fig. 2",
                     *versus(method, base, mean_of("acr/acr"), higher=True))
-            else:
+            elif figure == "accuracy":
                 add(f"GRPO trained on {mine} of the prompts ends with higher held-out accuracy than on {theirs}",
                     "000 Sec. 3.4.3, Fig. 2", *versus(method, base, final_of, higher=True))
+            elif all("own_level_accuracy" in r for r in runs[method] + runs[base]):
+                add(f"GRPO trained on {mine} of the prompts ends with higher accuracy on {mine} of the held-out "
+                    f"prompts than trained on {theirs} on {theirs}", "000 Sec. 3.4.3, Fig. 2",
+                    *versus(method, base, lambda r: r["own_level_accuracy"], higher=True))
     if "avspo" in runs and "grpo" in runs:
         add("AVSPO lowers the effective ACR against GRPO at equal rollouts", "000 Table 1",
             *versus("avspo", "grpo", mean_of("acr/effective_acr"), higher=False))
