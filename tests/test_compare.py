@@ -337,9 +337,11 @@ def test_write_train_levels_writes_thirds_and_keeps_them(tmp_path, monkeypatch):
     held = record["heldout_levels"]
     assert {lv: v["rows"] for lv, v in held.items()} == {"easy": [1, 2], "medium": [0], "hard": [3]}
     assert held["easy"]["solve_rate"] == pytest.approx(0.75) and held["hard"]["expected_acr_g8"] == 1.0
-    assert read_train_levels(paths) == record
+    assert read_train_levels(paths, 4, 0) == record
+    assert read_train_levels(paths) is None  # made from 4 samples, not the default 16
     assert write_train_levels(paths, None, 8, samples=4, seed=0) == record and len(calls) == 2  # kept
     (model / "model.safetensors").write_bytes(b"weights two")  # another warm start: rated again
+    assert read_train_levels(paths, 4, 0) is None
     write_train_levels(paths, None, 8, samples=4, seed=0)
     assert len(calls) == 4
     pd.DataFrame({"ground_truth": ["t0"]}).to_parquet(data / "test.parquet")  # other held-out prompts: again
@@ -389,7 +391,9 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
     runs["grpo"] = [dict(_seeded_run([0.5, 0.5], 0.6, 0), heldout_greedy_right=[1] * 6)]
     score_own_levels(runs, record)
     assert [r["own_level_accuracy"] for r in runs["grpo_hard"]] == [0.0, 0.0, 0.5]
-    assert "own_level_accuracy" not in runs["grpo"][0]  # not a level method
+    assert runs["grpo_easy"][1]["heldout_level_accuracy"] == {"easy": 0.5, "medium": 1.0, "hard": 0.0}
+    assert "own_level_accuracy" not in runs["grpo"][0]  # not a level method, scored on each third all the same
+    assert runs["grpo"][0]["heldout_level_accuracy"] == {"easy": 1.0, "medium": 1.0, "hard": 1.0}
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the middle third of the "
                "held-out prompts than trained on the hardest third on the hardest third"]
@@ -401,18 +405,35 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
     assert easy["values"]["difference by seed"] == {"0": 0.0, "1": 0.0, "2": 0.0}
     assert easy["verdict"] == "cannot be judged"
     for r in runs["grpo_hard"]:
-        del r["own_level_accuracy"]
+        del r["own_level_accuracy"], r["heldout_level_accuracy"]
     runs["grpo_hard"][0]["heldout_greedy_right"] = None  # scored before the rights were kept
     score_own_levels(runs, record)
-    assert "own_level_accuracy" not in runs["grpo_hard"][0]
+    assert "own_level_accuracy" not in runs["grpo_hard"][0] and "heldout_level_accuracy" not in runs["grpo_hard"][0]
     assert sum("held-out prompts than" in c["claim"] for c in claims(runs, {}, kmax=4)) == 1  # the easy one only
     fresh = {m: [dict(r) for r in rs] for m, rs in runs.items()}
     for rs in fresh.values():
         for r in rs:
-            r.pop("own_level_accuracy", None)
+            r.pop("own_level_accuracy", None), r.pop("heldout_level_accuracy", None)
     score_own_levels(fresh, None)
     score_own_levels(fresh, {"levels": {}})
-    assert not any("own_level_accuracy" in r for rs in fresh.values() for r in rs)
+    assert not any("own_level_accuracy" in r or "heldout_level_accuracy" in r for rs in fresh.values() for r in rs)
+
+
+def test_the_summary_keeps_each_runs_accuracy_on_each_held_out_third():
+    """summarise: ``heldout_level_accuracy`` by method, level and seed where runs were scored on each third (a run
+    without it, scored before, is left out); none in a summary of runs that were not."""
+    def run(seed, levels):
+        r = _seeded_run([0.5, 0.5], 0.6, seed)
+        r["curves"]["critic/score/mean"] = {1: 0.5}
+        r.update(s_per_step=1.0, **({"heldout_level_accuracy": levels} if levels else {}))
+        return r
+
+    start = {s: {1: 0.4, 4: 0.6} for s in (3, 4)}
+    runs = {"grpo_medium": [run(3, {"easy": 0.9, "hard": 0.2}), run(4, None)], "grpo": [run(3, {"easy": 1.0})]}
+    assert summarise(runs, start)["heldout_level_accuracy"] == {"grpo_medium": {"easy": {"3": 0.9}, "hard": {"3": 0.2}},
+                                                                "grpo": {"easy": {"3": 1.0}}}
+    del runs["grpo_medium"][0]["heldout_level_accuracy"], runs["grpo"][0]["heldout_level_accuracy"]
+    assert "heldout_level_accuracy" not in summarise(runs, start)
 
 
 def test_claims_read_the_runs():

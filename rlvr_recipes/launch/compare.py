@@ -301,19 +301,13 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
     import pandas as pd
 
     from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
-    from rlvr_recipes.tiny_task.build import file_sha256
 
+    kept = read_train_levels(paths, samples, seed)
+    if kept is not None:
+        return kept
     levels = list(TRAIN_LEVELS.values())
-    record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
     df = pd.read_parquet(paths["train"])
-    wanted = {"samples": samples, "seed": seed, "prompts": len(df),
-              "heldout_prompts": len(pd.read_parquet(paths["test"])),
-              "model_sha256": file_sha256(os.path.join(paths["model"], "model.safetensors"))}
-    if os.path.exists(record_path) and all(os.path.exists(level_file(paths["train"], lv)) for lv in levels):
-        with open(record_path) as f:
-            record = json.load(f)
-        if {k: record.get(k) for k in wanted} == wanted:
-            return record
+    wanted = _levels_key(paths, samples, seed)
     say(f"[compare] rating the {len(df)} RL prompts' and {wanted['heldout_prompts']} held-out prompts' difficulty: "
         f"{samples} responses each from the warm start")
     t0 = time.monotonic()
@@ -326,7 +320,7 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
                 record["levels"][level] = _level_figures(counts[rows] / samples)
             else:
                 record["heldout_levels"][level] = {**_level_figures(counts[rows] / samples), "rows": rows.tolist()}
-    with open(record_path, "w") as f:
+    with open(_levels_record_path(paths), "w") as f:
         json.dump(record, f, indent=1)
     for name, kind in (("levels", "RL"), ("heldout_levels", "held-out")):
         say(f"[compare] {kind} levels: " + "; ".join(
@@ -336,32 +330,57 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
     return record
 
 
-def read_train_levels(paths: dict[str, str]) -> Optional[dict[str, Any]]:
-    """The record :func:`write_train_levels` wrote beside ``paths["train"]``, or None where there is none."""
-    record_path = os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
-    if not os.path.exists(record_path):
+def _levels_record_path(paths: dict[str, str]) -> str:
+    return os.path.join(os.path.dirname(paths["train"]), "train_levels.json")
+
+
+def _levels_key(paths: dict[str, str], samples: int, seed: int) -> dict[str, Any]:
+    """What a record of :func:`write_train_levels` was made from: samples, seed, prompt counts, the weights' hash."""
+    import pandas as pd
+
+    from rlvr_recipes.tiny_task.build import file_sha256
+
+    return {"samples": samples, "seed": seed, "prompts": len(pd.read_parquet(paths["train"])),
+            "heldout_prompts": len(pd.read_parquet(paths["test"])),
+            "model_sha256": file_sha256(os.path.join(paths["model"], "model.safetensors"))}
+
+
+def read_train_levels(paths: dict[str, str], samples: int = LEVEL_SAMPLES,
+                      seed: int = LEVEL_SEED) -> Optional[dict[str, Any]]:
+    """The record :func:`write_train_levels` wrote beside ``paths["train"]``, or None where there is none, a level's
+    file is missing, or it was made from other samples, seed, prompts or weights (:func:`_levels_key`)."""
+    from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
+
+    path = _levels_record_path(paths)
+    if not (os.path.exists(path) and all(os.path.exists(level_file(paths["train"], lv))
+                                         for lv in TRAIN_LEVELS.values())):
         return None
-    with open(record_path) as f:
-        return json.load(f)
+    with open(path) as f:
+        record = json.load(f)
+    wanted = _levels_key(paths, samples, seed)
+    return record if {k: record.get(k) for k in wanted} == wanted else None
 
 
 def score_own_levels(runs: dict[str, list[dict[str, Any]]], record: Optional[dict[str, Any]]) -> None:
-    """Give each run of a level method (``cpu_run.TRAIN_LEVELS``) its ``own_level_accuracy``: the fraction of its
-    level's third of the held-out prompts (``record["heldout_levels"][level]["rows"]``) whose final greedy response
-    was right (``heldout_greedy_right``, :func:`train_and_score`), as 000 Sec. 3.4.3 scores each level's run on its
-    level of MATH-500. A run scored before the rows were kept, or a record without held-out levels, gets none."""
+    """Give each run its ``heldout_level_accuracy``, ``{level: accuracy}``: on each third of the held-out prompts
+    (``record["heldout_levels"][level]["rows"]``) the fraction whose final greedy response was right
+    (``heldout_greedy_right``, :func:`train_and_score`); and each run of a level method (``cpu_run.TRAIN_LEVELS``) its
+    ``own_level_accuracy``, the figure of its own level, as 000 Sec. 3.4.3 scores each level's run on its level of
+    MATH-500. A run scored before the rights were kept, or a record without held-out levels, gets neither."""
     from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS
 
     held = (record or {}).get("heldout_levels")
     if not held:
         return
+    rows = {level: np.asarray(v["rows"], dtype=np.int64) for level, v in held.items()}
     for method, rs in runs.items():
-        if method not in TRAIN_LEVELS:
-            continue
-        rows = np.asarray(held[TRAIN_LEVELS[method]]["rows"], dtype=np.int64)
         for r in rs:
-            if r.get("heldout_greedy_right") is not None:
-                r["own_level_accuracy"] = float(np.asarray(r["heldout_greedy_right"], dtype=float)[rows].mean())
+            if r.get("heldout_greedy_right") is None:
+                continue
+            right = np.asarray(r["heldout_greedy_right"], dtype=float)
+            r["heldout_level_accuracy"] = {level: float(right[idx].mean()) for level, idx in rows.items()}
+            if method in TRAIN_LEVELS:
+                r["own_level_accuracy"] = r["heldout_level_accuracy"][TRAIN_LEVELS[method]]
 
 
 # ---------------------------------------------------------------------------------------------------- ACR vs G
@@ -965,7 +984,9 @@ def final_figures(run: dict[str, Any], start_passk: dict[int, dict[int, float]],
 def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict[int, float]]) -> dict[str, Any]:
     """Per method: mean and std over seeds of the final figures (:func:`final_figures`), and each run's figures by
     seed (``figures_by_seed``: ``{method: {figure: {seed: value}}}``, finite values only), so that any two methods
-    can be compared seed by seed on any figure from the summary alone; the claims' verdicts."""
+    can be compared seed by seed on any figure from the summary alone; the claims' verdicts; where runs were scored on
+    each third of the held-out prompts (:func:`score_own_levels`), ``heldout_level_accuracy``: ``{method: {level:
+    {seed: accuracy}}}``."""
     table: dict[str, dict[str, tuple[float, float]]] = {}
     by_seed: dict[str, dict[str, dict[str, float]]] = {}
     for method, rs in runs.items():
@@ -975,10 +996,18 @@ def summarise(runs: dict[str, list[dict[str, Any]]], start_passk: dict[int, dict
                                   if math.isfinite(f[name])} for name in figures[0]}
     kmax = max(next(iter(start_passk.values())))
     start = {k: _mean_std([p[k] for p in start_passk.values()]) for k in (1, kmax)}
-    return {"table": table, "figures_by_seed": by_seed, "start_passk": {str(k): v for k, v in start.items()},
-            "change_from_start": {m: {f"pass@{k}": paired_change(passk_change(rs, start_passk, k)) for k in (1, kmax)}
-                                  for m, rs in runs.items()},
-            "claims": claims(runs, table, kmax), "paired_by_seed": paired_by_seed(runs)}
+    out = {"table": table, "figures_by_seed": by_seed, "start_passk": {str(k): v for k, v in start.items()},
+           "change_from_start": {m: {f"pass@{k}": paired_change(passk_change(rs, start_passk, k)) for k in (1, kmax)}
+                                 for m, rs in runs.items()},
+           "claims": claims(runs, table, kmax), "paired_by_seed": paired_by_seed(runs)}
+    by_level: dict[str, dict[str, dict[str, float]]] = {}
+    for method, rs in runs.items():
+        for r in rs:
+            for level, acc in (r.get("heldout_level_accuracy") or {}).items():
+                by_level.setdefault(method, {}).setdefault(level, {})[str(r["seed"])] = acc
+    if by_level:
+        out["heldout_level_accuracy"] = by_level
+    return out
 
 
 def paired_by_seed(runs: dict[str, list[dict[str, Any]]]) -> bool:
