@@ -521,7 +521,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_w_reinforce_313_summary.json benchmarks/lab_agrae_drgrpo_325_summary.json \
 	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
-	benchmarks/lab_difficulty_376_summary.json
+	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the
@@ -536,7 +536,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 # GRPO-N's claims only, those of W-REINFORCE on 313-324 name 277-288 with 313-324, for W-REINFORCE's claims only,
 # those of A-GRAE on Dr.GRPO on 325-336 name 289-300 with 325-336, and those on 361-372 name 289-300 and 325-336 with
 # 361-372, for its claims only, those of A-GRAE on DAPO on 337-348 name 301-312 with 337-348, and those on 349-360 name
-# 301-312 and 337-348 with 349-360, for its claims only);
+# 301-312 and 337-348 with 349-360, for its claims only, and those of the difficulty levels on 382-387 name 376-381
+# with 382-387, for every claim);
 # the summaries before '+' had been read before the plan, so the pooling is a later look at their claims and decides
 # only at Pocock's level (launch.verdicts --planned)
 LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_size_96_summary.json \
@@ -564,7 +565,8 @@ LAB_PLANNED ?= benchmarks/lab_group_size_93_summary.json+benchmarks/lab_group_si
 	benchmarks/lab_agrae_dapo_301_summary.json,benchmarks/lab_agrae_dapo_337_summary.json+$\
 	benchmarks/lab_agrae_dapo_349_summary.json:agrae_dapo_001 \
 	benchmarks/lab_agrae_drgrpo_289_summary.json,benchmarks/lab_agrae_drgrpo_325_summary.json+$\
-	benchmarks/lab_agrae_drgrpo_361_summary.json:agrae_drgrpo
+	benchmarks/lab_agrae_drgrpo_361_summary.json:agrae_drgrpo \
+	benchmarks/lab_difficulty_376_summary.json+benchmarks/lab_difficulty_382_summary.json
 # the measurements that train no run (benchmarks/lab_entropy_probe.py): their claims make the ledger's last table
 LAB_PROBES ?= benchmarks/lab_entropy_probe.json benchmarks/lab_entropy_probe_trained.json \
 	benchmarks/lab_final_entropy.json
