@@ -23,7 +23,7 @@ from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, 
                                          keep_training_record, main, paired_change, paired_claim, passk_change,
                                          passk_curve, publish_report, read_train_levels, run_in_lanes, run_specs,
                                          score_own_levels, series, split_by_solve_rate, summarise, training_record,
-                                         welch_test, write_train_levels, write_training_record)
+                                         val_key, welch_test, write_train_levels, write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import (TRAIN_LEVELS, level_file, lost_port_race, run_then_release,
                                          run_with_port_retry, train_file)
@@ -386,9 +386,13 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
         "grpo_medium": [[1, 0, 1, 1, 0, 0], [0, 0, 1, 0, 1, 1], [1, 1, 1, 1, 1, 1]],  # own: 1, 0.5, 1
         "grpo_hard": [[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 0]],  # own: 0, 0, 0.5
     }
-    runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed), heldout_greedy_right=r) for seed, r in enumerate(rs)]
-            for m, rs in rights.items()}
-    runs["grpo"] = [dict(_seeded_run([0.5, 0.5], 0.6, 0), heldout_greedy_right=[1] * 6)]
+    def unscored():
+        runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed), heldout_greedy_right=r) for seed, r in enumerate(rs)]
+                for m, rs in rights.items()}
+        runs["grpo"] = [dict(_seeded_run([0.5, 0.5], 0.6, 0), heldout_greedy_right=[1] * 6)]
+        return runs
+
+    runs = unscored()
     score_own_levels(runs, record)
     assert [r["own_level_accuracy"] for r in runs["grpo_hard"]] == [0.0, 0.0, 0.5]
     assert runs["grpo_easy"][1]["heldout_level_accuracy"] == {"easy": 0.5, "medium": 1.0, "hard": 0.0}
@@ -404,19 +408,15 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
                "held-out prompts than trained on the easiest third on the easiest third"]
     assert easy["values"]["difference by seed"] == {"0": 0.0, "1": 0.0, "2": 0.0}
     assert easy["verdict"] == "cannot be judged"
-    for r in runs["grpo_hard"]:
-        del r["own_level_accuracy"], r["heldout_level_accuracy"]
+    runs = unscored()
     runs["grpo_hard"][0]["heldout_greedy_right"] = None  # scored before the rights were kept
     score_own_levels(runs, record)
     assert "own_level_accuracy" not in runs["grpo_hard"][0] and "heldout_level_accuracy" not in runs["grpo_hard"][0]
     assert sum("held-out prompts than" in c["claim"] for c in claims(runs, {}, kmax=4)) == 1  # the easy one only
-    fresh = {m: [dict(r) for r in rs] for m, rs in runs.items()}
-    for rs in fresh.values():
-        for r in rs:
-            r.pop("own_level_accuracy", None), r.pop("heldout_level_accuracy", None)
-    score_own_levels(fresh, None)
-    score_own_levels(fresh, {"levels": {}})
-    assert not any("own_level_accuracy" in r or "heldout_level_accuracy" in r for rs in fresh.values() for r in rs)
+    for no_heldout_levels in (None, {"levels": {}}):
+        runs = unscored()
+        score_own_levels(runs, no_heldout_levels)
+        assert not any("own_level_accuracy" in r or "heldout_level_accuracy" in r for rs in runs.values() for r in rs)
 
 
 def test_the_summary_keeps_each_runs_accuracy_on_each_held_out_third():
@@ -561,6 +561,12 @@ def test_compare_two_methods_one_seed_on_the_countdown_task(tmp_path, small_coun
         assert any(k.startswith("val-core/countdown/") for k in data), sorted(data)[:20]
         assert 0.0 <= data["critic/score/mean"] <= 1.0
         assert data["response_length/mean"] >= 10  # countdown answers, not 3-token sums
+        # each held-out prompt's final greedy answer and pass@k count kept (what a run is scored on a part by): the
+        # greedy answers' accuracy is the trainer's own last validation
+        right, counts = done["heldout_greedy_right"], done["heldout_correct_counts"]
+        assert len(right) == len(counts) > 0 and set(right) <= {0, 1} and all(0 <= c <= 4 for c in counts)
+        key = val_key(data)
+        assert np.mean(right) == pytest.approx(steps[max(s for s, d in steps.items() if key in d)][key])
     assert "aapo/margin_mean" in data  # AAPO drew its reference rewards from the cache
     # keyed draws: at step 1 both methods hold the initial model, so one seed gives them the same answers (here from
     # two Ray clusters at once)
