@@ -302,24 +302,28 @@ def write_train_levels(paths: dict[str, str], reward_fn: Callable[..., Any], max
 
     from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
 
-    kept = read_train_levels(paths, samples, seed)
+    wanted = _levels_key(paths, samples, seed)
+    kept = _kept_levels(paths, wanted)
     if kept is not None:
         return kept
     levels = list(TRAIN_LEVELS.values())
     df = pd.read_parquet(paths["train"])
-    wanted = _levels_key(paths, samples, seed)
     say(f"[compare] rating the {len(df)} RL prompts' and {wanted['heldout_prompts']} held-out prompts' difficulty: "
         f"{samples} responses each from the warm start")
     t0 = time.monotonic()
-    record = {**wanted, "levels": {}, "heldout_levels": {}}
-    for data in ("train", "test"):
+
+    def thirds(data: str) -> tuple[np.ndarray, list[np.ndarray]]:
         counts = sample_correct_counts(paths["model"], paths[data], reward_fn, samples, max_new_tokens, seed=seed)
-        for level, rows in zip(levels, split_by_solve_rate(counts, len(levels), seed)):
-            if data == "train":
-                df.iloc[rows].to_parquet(level_file(paths["train"], level))
-                record["levels"][level] = _level_figures(counts[rows] / samples)
-            else:
-                record["heldout_levels"][level] = {**_level_figures(counts[rows] / samples), "rows": rows.tolist()}
+        return counts, split_by_solve_rate(counts, len(levels), seed)
+
+    record: dict[str, Any] = {**wanted, "levels": {}, "heldout_levels": {}}
+    counts, parts = thirds("train")
+    for level, rows in zip(levels, parts):
+        df.iloc[rows].to_parquet(level_file(paths["train"], level))
+        record["levels"][level] = _level_figures(counts[rows] / samples)
+    counts, parts = thirds("test")
+    for level, rows in zip(levels, parts):
+        record["heldout_levels"][level] = {**_level_figures(counts[rows] / samples), "rows": rows.tolist()}
     with open(_levels_record_path(paths), "w") as f:
         json.dump(record, f, indent=1)
     for name, kind in (("levels", "RL"), ("heldout_levels", "held-out")):
@@ -345,10 +349,9 @@ def _levels_key(paths: dict[str, str], samples: int, seed: int) -> dict[str, Any
             "model_sha256": file_sha256(os.path.join(paths["model"], "model.safetensors"))}
 
 
-def read_train_levels(paths: dict[str, str], samples: int = LEVEL_SAMPLES,
-                      seed: int = LEVEL_SEED) -> Optional[dict[str, Any]]:
-    """The record :func:`write_train_levels` wrote beside ``paths["train"]``, or None where there is none, a level's
-    file is missing, or it was made from other samples, seed, prompts or weights (:func:`_levels_key`)."""
+def _kept_levels(paths: dict[str, str], wanted: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The record beside ``paths["train"]`` where it and every level's file are there and it was made from ``wanted``
+    (:func:`_levels_key`), else None."""
     from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS, level_file
 
     path = _levels_record_path(paths)
@@ -357,8 +360,14 @@ def read_train_levels(paths: dict[str, str], samples: int = LEVEL_SAMPLES,
         return None
     with open(path) as f:
         record = json.load(f)
-    wanted = _levels_key(paths, samples, seed)
     return record if {k: record.get(k) for k in wanted} == wanted else None
+
+
+def read_train_levels(paths: dict[str, str], samples: int = LEVEL_SAMPLES,
+                      seed: int = LEVEL_SEED) -> Optional[dict[str, Any]]:
+    """The record :func:`write_train_levels` wrote beside ``paths["train"]``, or None where there is none, a level's
+    file is missing, or it was made from other samples, seed, prompts or weights (:func:`_levels_key`)."""
+    return _kept_levels(paths, _levels_key(paths, samples, seed))
 
 
 def score_own_levels(runs: dict[str, list[dict[str, Any]]], record: Optional[dict[str, Any]]) -> None:
