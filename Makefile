@@ -93,7 +93,9 @@
 #                    benchmarks/lab_difficulty_376_summary.json (docs/lab.md's "ACR and accuracy across difficulty
 #                    levels, each level trained at its own (376-381)"); make lab-difficulty-382 the same x 6 seeds
 #                    from 382, each run scored on its own third of the held-out prompts too ("... on six more seeds
-#                    (382-387), each run scored on its own level too")
+#                    (382-387), each run scored on its own level too"); make lab-difficulty-388 the same x 6 seeds
+#                    from 388, testing the middle third's run against each end's on that end's held-out third ("...
+#                    on a third set (388-393), each end's run against the middle third's on that end's held-out third")
 #   make lab-fresh-cw-clip-cov-257 the final models of make lab-cw-clip-cov-257 and the initial model scored on 200
 #                    fresh problems (no setting was chosen on them), each on its own seed's draws, tested seed by
 #                    seed; writes benchmarks/lab_cw_clip_cov_257_fresh.json; the same for lab-fresh-off-policy-265,
@@ -293,7 +295,8 @@ lab-group-size-%: $(STAMP)
 # as grpo's: make lab-difficulty-376 (seeds 376-381; docs/lab.md, "ACR and accuracy across difficulty levels, each
 # level trained at its own (376-381)"; 000 Sec. 3.4.3, Fig. 2): 18 runs, 47.7 min in two lanes on 2 cores when they
 # ran; make lab-difficulty-382 (seeds 382-387, each run scored on its own held-out third too; "... on six more seeds
-# (382-387), each run scored on its own level too"), pooled as planned with 376 (LAB_PLANNED)
+# (382-387), each run scored on its own level too"), pooled as planned with 376 (LAB_PLANNED); make lab-difficulty-388
+# (seeds 388-393: the middle third's run against each end's on that end's held-out third, claims written before it ran)
 LAB_DIFFICULTY_ARGS ?= --methods grpo_easy,grpo_medium,grpo_hard --seeds 6 --first-seed $* --steps 50 --passk-samples 64
 lab-difficulty-%: $(STAMP)
 	$(call lab_comparison,$(LAB_DIFFICULTY_ARGS),lab_difficulty_$*)

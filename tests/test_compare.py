@@ -408,15 +408,49 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
                "held-out prompts than trained on the easiest third on the easiest third"]
     assert easy["values"]["difference by seed"] == {"0": 0.0, "1": 0.0, "2": 0.0}
     assert easy["verdict"] == "cannot be judged"
+    # scored on the base's own third: the middle third's run on the hardest held-out third (0, 1, 1) against the
+    # hardest third's (0, 0, 0.5): +0, +1, +0.5 (mean 0.5, sd 0.5, t 1.73 on 2 df); on the easiest third (0.5, 0, 1)
+    # against the easiest third's (1, 0.5, 1): -0.5, -0.5, 0 (mean -0.333, t -2.0 on 2 df)
+    on_hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the hardest third of "
+                  "the held-out prompts than trained on the hardest third"]
+    assert on_hard["values"]["difference by seed"] == {"0": 0.0, "1": 1.0, "2": 0.5}
+    assert on_hard["verdict"] == "cannot be judged" and on_hard["source"] == "000 Sec. 3.4.3, reading of Fig. 2"
+    on_easy = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the easiest third of "
+                  "the held-out prompts than trained on the easiest third"]
+    assert on_easy["values"]["difference by seed"] == {"0": -0.5, "1": -0.5, "2": 0.0}
+    assert on_easy["verdict"] == "cannot be judged" and on_easy["higher"] is True
     runs = unscored()
     runs["grpo_hard"][0]["heldout_greedy_right"] = None  # scored before the rights were kept
     score_own_levels(runs, record)
     assert "own_level_accuracy" not in runs["grpo_hard"][0] and "heldout_level_accuracy" not in runs["grpo_hard"][0]
-    assert sum("held-out prompts than" in c["claim"] for c in claims(runs, {}, kmax=4)) == 1  # the easy one only
+    # the easy ones only: own-level and on the easiest third
+    assert sum("held-out prompts than" in c["claim"] for c in claims(runs, {}, kmax=4)) == 2
+    assert not any("the hardest third of the held-out" in c["claim"] for c in claims(runs, {}, kmax=4))
     for no_heldout_levels in (None, {"levels": {}}):
         runs = unscored()
         score_own_levels(runs, no_heldout_levels)
         assert not any("own_level_accuracy" in r or "heldout_level_accuracy" in r for rs in runs.values() for r in rs)
+
+
+def test_the_middle_thirds_run_against_each_ends_run_on_that_ends_held_out_third():
+    """The two claims that score both runs on the base's own held-out third, on four seeds whose differences were
+    worked by hand: +0.1, +0.2, +0.1, +0.2 (mean 0.15, sd 0.0577, t 5.20 on 3 df, interval [+0.058, +0.242]: held)
+    on the hardest third, and the same negated on the easiest (did not hold)."""
+    third = {"grpo_medium": ([0.4, 0.5, 0.4, 0.5], [0.9, 0.8, 0.9, 0.8]),  # (hardest third, easiest third) by seed
+             "grpo_hard": ([0.3, 0.3, 0.3, 0.3], [0.5, 0.5, 0.5, 0.5]),
+             "grpo_easy": ([0.2, 0.2, 0.2, 0.2], [1.0, 1.0, 1.0, 1.0])}
+    runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed), own_level_accuracy=0.0,
+                     heldout_level_accuracy={"easy": e[seed], "medium": 0.5, "hard": h[seed]}) for seed in range(4)]
+            for m, (h, e) in third.items()}
+    out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
+    on_hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the hardest third of "
+                  "the held-out prompts than trained on the hardest third"]
+    assert on_hard["values"]["difference by seed"] == pytest.approx({"0": 0.1, "1": 0.2, "2": 0.1, "3": 0.2})
+    assert on_hard["verdict"] == "held" and "[+0.058, +0.242]" in on_hard["evidence"]
+    on_easy = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the easiest third of "
+                  "the held-out prompts than trained on the easiest third"]
+    assert on_easy["values"]["difference by seed"] == pytest.approx({"0": -0.1, "1": -0.2, "2": -0.1, "3": -0.2})
+    assert on_easy["verdict"] == "did not hold" and "[-0.242, -0.058]" in on_easy["evidence"]
 
 
 def test_the_summary_keeps_each_runs_accuracy_on_each_held_out_third():
