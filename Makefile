@@ -296,7 +296,8 @@ lab-group-size-%: $(STAMP)
 # level trained at its own (376-381)"; 000 Sec. 3.4.3, Fig. 2): 18 runs, 47.7 min in two lanes on 2 cores when they
 # ran; make lab-difficulty-382 (seeds 382-387, each run scored on its own held-out third too; "... on six more seeds
 # (382-387), each run scored on its own level too"), pooled as planned with 376 (LAB_PLANNED); make lab-difficulty-388
-# (seeds 388-393: the middle third's run against each end's on that end's held-out third, claims written before it ran)
+# (seeds 388-393: the middle third's run against each end's on that end's held-out third, claims written before it ran;
+# 48.9 min: neither decided)
 LAB_DIFFICULTY_ARGS ?= --methods grpo_easy,grpo_medium,grpo_hard --seeds 6 --first-seed $* --steps 50 --passk-samples 64
 lab-difficulty-%: $(STAMP)
 	$(call lab_comparison,$(LAB_DIFFICULTY_ARGS),lab_difficulty_$*)
@@ -524,7 +525,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_w_reinforce_313_summary.json benchmarks/lab_agrae_drgrpo_325_summary.json \
 	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
-	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json
+	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
+	benchmarks/lab_difficulty_388_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

@@ -823,6 +823,7 @@ TARGET_METHODS = ["grpo", "avspo", "agrae", "aapo", "cw_grpo", "grpo_n", "grpo_4
     ("lab-target-%", "373", "lab_target_373", 373, TARGET_METHODS, 3, {}),
     ("lab-difficulty-%", "376", "lab_difficulty_376", 376, ["grpo_easy", "grpo_medium", "grpo_hard"], 6, {}),
     ("lab-difficulty-%", "382", "lab_difficulty_382", 382, ["grpo_easy", "grpo_medium", "grpo_hard"], 6, {}),
+    ("lab-difficulty-%", "388", "lab_difficulty_388", 388, ["grpo_easy", "grpo_medium", "grpo_hard"], 6, {}),
 ])
 def test_make_pattern_target_is_the_command_of_its_committed_summary(target, stem, name, first_seed, methods, seeds,
                                                                      given):
