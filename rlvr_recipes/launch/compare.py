@@ -1240,7 +1240,8 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
                     add(f"GRPO trained on {mine} of the prompts ends with higher accuracy on {mine} of the held-out "
                         f"prompts than trained on {theirs} on {theirs}", "000 Sec. 3.4.3, Fig. 2",
                         *versus(method, base, lambda r: r["own_level_accuracy"], higher=True))
-            elif all("own_level_accuracy" in r for r in runs[method] + runs[base]):  # on the base's own third
+            elif all(TRAIN_LEVELS[base] in r.get("heldout_level_accuracy", {}) for r in runs[method] + runs[base]):
+                # "accuracy on the base's third": both runs scored on the base's own held-out third
                 add(f"GRPO trained on {mine} of the prompts ends with higher accuracy on {theirs} of the held-out "
                     f"prompts than trained on {theirs}", "000 Sec. 3.4.3, reading of Fig. 2",
                     *versus(method, base, lambda r, level=TRAIN_LEVELS[base]: r["heldout_level_accuracy"][level],
