@@ -399,26 +399,24 @@ def test_each_level_run_is_scored_on_its_own_third_of_the_held_out_prompts():
     assert "own_level_accuracy" not in runs["grpo"][0]  # not a level method, scored on each third all the same
     assert runs["grpo"][0]["heldout_level_accuracy"] == {"easy": 1.0, "medium": 1.0, "hard": 1.0}
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
-    hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the middle third of the "
-               "held-out prompts than trained on the hardest third on the hardest third"]
-    # medium minus hard by seed: +1, +0.5, +0.5 (mean 0.667, sd 0.289, t 4.0 on 2 df, p 0.057)
-    assert hard["values"]["difference by seed"] == {"0": 1.0, "1": 0.5, "2": 0.5}
-    assert hard["verdict"] == "cannot be judged" and hard["source"] == "000 Sec. 3.4.3, Fig. 2"
-    easy = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the middle third of the "
-               "held-out prompts than trained on the easiest third on the easiest third"]
-    assert easy["values"]["difference by seed"] == {"0": 0.0, "1": 0.0, "2": 0.0}
-    assert easy["verdict"] == "cannot be judged"
-    # scored on the base's own third: the middle third's run on the hardest held-out third (0, 1, 1) against the
-    # hardest third's (0, 0, 0.5): +0, +1, +0.5 (mean 0.5, sd 0.5, t 1.73 on 2 df); on the easiest third (0.5, 0, 1)
-    # against the easiest third's (1, 0.5, 1): -0.5, -0.5, 0 (mean -0.333, t -2.0 on 2 df)
-    on_hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the hardest third of "
-                  "the held-out prompts than trained on the hardest third"]
-    assert on_hard["values"]["difference by seed"] == {"0": 0.0, "1": 1.0, "2": 0.5}
-    assert on_hard["verdict"] == "cannot be judged" and on_hard["source"] == "000 Sec. 3.4.3, reading of Fig. 2"
-    on_easy = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the easiest third of "
-                  "the held-out prompts than trained on the easiest third"]
-    assert on_easy["values"]["difference by seed"] == {"0": -0.5, "1": -0.5, "2": 0.0}
-    assert on_easy["verdict"] == "cannot be judged" and on_easy["higher"] is True
+    mid = "GRPO trained on the middle third of the prompts ends with higher accuracy on "
+    for claim, differences, source in (
+            # own-level: medium minus hard by seed +1, +0.5, +0.5 (mean 0.667, sd 0.289, t 4.0 on 2 df, p 0.057);
+            # medium minus easy 0, 0, 0
+            ("the middle third of the held-out prompts than trained on the hardest third on the hardest third",
+             {"0": 1.0, "1": 0.5, "2": 0.5}, "000 Sec. 3.4.3, Fig. 2"),
+            ("the middle third of the held-out prompts than trained on the easiest third on the easiest third",
+             {"0": 0.0, "1": 0.0, "2": 0.0}, "000 Sec. 3.4.3, Fig. 2"),
+            # scored on the base's own third: the middle third's run on the hardest held-out third (0, 1, 1) against
+            # the hardest third's (0, 0, 0.5): +0, +1, +0.5 (mean 0.5, sd 0.5, t 1.73 on 2 df); on the easiest third
+            # (0.5, 0, 1) against the easiest third's (1, 0.5, 1): -0.5, -0.5, 0 (mean -0.333, t -2.0 on 2 df)
+            ("the hardest third of the held-out prompts than trained on the hardest third",
+             {"0": 0.0, "1": 1.0, "2": 0.5}, "000 Sec. 3.4.3, reading of Fig. 2"),
+            ("the easiest third of the held-out prompts than trained on the easiest third",
+             {"0": -0.5, "1": -0.5, "2": 0.0}, "000 Sec. 3.4.3, reading of Fig. 2")):
+        c = out[mid + claim]
+        assert c["values"]["difference by seed"] == differences, claim
+        assert (c["verdict"], c["source"], c["higher"]) == ("cannot be judged", source, True), claim
     runs = unscored()
     runs["grpo_hard"][0]["heldout_greedy_right"] = None  # scored before the rights were kept
     score_own_levels(runs, record)
