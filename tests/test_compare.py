@@ -18,12 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr_recipes.launch.compare import (EARLY_ACR, PUBLISH_END, PUBLISH_START, TRAINING_FILE, RunPlan, RunSpec,
-                                         _change_table, _interrupted_by_signal, _lanes_sentence, _seed_range,
-                                         _stop_lanes, acr_by_group_size, check_kept_run, claims, diff_verdict,
-                                         keep_training_record, main, paired_change, paired_claim, passk_change,
-                                         passk_curve, publish_report, read_train_levels, run_in_lanes, run_specs,
-                                         score_own_levels, series, split_by_solve_rate, summarise, training_record,
-                                         val_key, welch_test, write_train_levels, write_training_record)
+                                         _change_table, _interrupted_by_signal, _lanes_sentence, _levels_table,
+                                         _seed_range, _stop_lanes, acr_by_group_size, check_kept_run, claims,
+                                         diff_verdict, keep_training_record, main, paired_change, paired_claim,
+                                         passk_change, passk_curve, publish_report, read_train_levels, run_in_lanes,
+                                         run_specs, score_own_levels, series, split_by_solve_rate, summarise,
+                                         training_record, val_key, welch_test, write_train_levels,
+                                         write_training_record)
 from rlvr_recipes.launch.cpu_plot import read_metrics
 from rlvr_recipes.launch.cpu_run import (TRAIN_LEVELS, level_file, lost_port_race, run_then_release,
                                          run_with_port_retry, train_file)
@@ -779,6 +780,22 @@ def test_change_table_pairs_each_run_with_its_own_seeds_start():
     one_seed = _change_table({"grpo": {"pass@1": paired_change([0.15])}})
     assert "| grpo | +0.150 (+0.150) |" in one_seed
     assert _change_table({}) == []
+
+
+def test_levels_table_gives_each_runs_accuracy_on_each_held_out_third():
+    """The report's per-third table: mean and std (ddof 1) over seeds, worked by hand, each third's prompt count in
+    its head; a run scored at one seed shows its figure alone; nothing when no run was scored on the thirds."""
+    by_level = {"grpo_medium": {"easy": {"1": 0.9, "2": 1.0}, "medium": {"1": 0.8, "2": 0.6},
+                                "hard": {"1": 0.3, "2": 0.2}},
+                "grpo_hard": {"easy": {"1": 0.85}, "hard": {"1": 0.25}}}
+    heldout = {"easy": {"prompts": 67}, "medium": {"prompts": 67}, "hard": {"prompts": 66}}
+    lines = _levels_table(by_level, heldout)
+    assert "| method | easy third (67) | medium third (67) | hard third (66) |" in lines
+    # 0.9, 1.0: mean 0.95, std 0.0707; 0.8, 0.6: 0.7, 0.1414; 0.3, 0.2: 0.25, 0.0707
+    assert "| grpo_medium | 0.950 +/- 0.071 | 0.700 +/- 0.141 | 0.250 +/- 0.071 |" in lines
+    assert "| grpo_hard | 0.850 | n/a | 0.250 |" in lines
+    assert "| method | easy third | medium third | hard third |" in _levels_table(by_level, {})
+    assert _levels_table({}, heldout) == []
 
 
 def test_early_acr_claim_is_pearsons_test():

@@ -1413,6 +1413,8 @@ def write_report(out: str, runs: dict[str, list[dict[str, Any]]], start_passk: d
     start = summary["start_passk"]
     lines += ["", "Initial model: " + ", ".join(f"pass@{k} {m:.3f}" for k, (m, _) in start.items())]
     lines += _change_table(summary["change_from_start"])
+    lines += _levels_table(summary.get("heldout_level_accuracy") or {},
+                           (setup.get("levels") or {}).get("heldout_levels") or {})
     lines += ["",
               "## The papers' claims at this scale", "",
               "A claim held when the 95 % interval of the difference ("
@@ -1461,6 +1463,29 @@ def _change_table(changes: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
              "runs did, not one of the claims below.", "",
              "| method | " + " | ".join(f"{f} change" for f in figures) + " |", "|---" * (len(figures) + 1) + "|"]
     lines += [f"| {m} | " + " | ".join(cell(c[f]) for f in figures) + " |" for m, c in changes.items()]
+    return lines
+
+
+def _levels_table(by_level: dict[str, dict[str, dict[str, float]]], heldout_levels: dict[str, dict[str, Any]]
+                  ) -> list[str]:
+    """The report's lines for each run's greedy accuracy on each third of the held-out prompts (``by_level``, the
+    summary's ``heldout_level_accuracy``: ``{method: {level: {seed: accuracy}}}``), mean and std over seeds, each
+    third's prompt count from ``heldout_levels`` (the levels' record); nothing when no run was scored so."""
+    if not by_level:
+        return []
+    levels = [lv for lv in ("easy", "medium", "hard") if any(lv in v for v in by_level.values())]
+
+    def cell(values: dict[str, float]) -> str:
+        v = list(values.values())
+        return f"{np.mean(v):.3f}" + (f" +/- {np.std(v, ddof=1):.3f}" if len(v) > 1 else "")
+
+    heads = [f"{lv} third" + (f" ({heldout_levels[lv]['prompts']})" if "prompts" in heldout_levels.get(lv, {}) else "")
+             for lv in levels]
+    lines = ["", "**Greedy accuracy on each third of the held-out prompts** (split by the warm start's solve rate, as "
+             "the RL prompts are; mean +/- std over seeds, std with ddof 1; a level's run on its own third is 000 Sec. "
+             "3.4.3's protocol)", "", "| method | " + " | ".join(heads) + " |", "|---" * (len(levels) + 1) + "|"]
+    lines += [f"| {m} | " + " | ".join(cell(v[lv]) if lv in v else "n/a" for lv in levels) + " |"
+              for m, v in by_level.items()]
     return lines
 
 
