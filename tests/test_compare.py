@@ -438,9 +438,9 @@ def test_the_middle_thirds_run_against_each_ends_run_on_that_ends_held_out_third
     third = {"grpo_medium": ([0.4, 0.5, 0.4, 0.5], [0.9, 0.8, 0.9, 0.8]),  # (hardest third, easiest third) by seed
              "grpo_hard": ([0.3, 0.3, 0.3, 0.3], [0.5, 0.5, 0.5, 0.5]),
              "grpo_easy": ([0.2, 0.2, 0.2, 0.2], [1.0, 1.0, 1.0, 1.0])}
-    runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed), own_level_accuracy=0.0,
+    runs = {m: [dict(_seeded_run([0.5, 0.5], 0.6, seed),
                      heldout_level_accuracy={"easy": e[seed], "medium": 0.5, "hard": h[seed]}) for seed in range(4)]
-            for m, (h, e) in third.items()}
+            for m, (h, e) in third.items()}  # no own_level_accuracy: these claims read the base's third alone
     out = {c["claim"]: c for c in claims(runs, {}, kmax=4)}
     on_hard = out["GRPO trained on the middle third of the prompts ends with higher accuracy on the hardest third of "
                   "the held-out prompts than trained on the hardest third"]

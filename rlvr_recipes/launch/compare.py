@@ -1471,13 +1471,15 @@ def _levels_table(by_level: dict[str, dict[str, dict[str, float]]], heldout_leve
     """The report's lines for each run's greedy accuracy on each third of the held-out prompts (``by_level``, the
     summary's ``heldout_level_accuracy``: ``{method: {level: {seed: accuracy}}}``), mean and std over seeds, each
     third's prompt count from ``heldout_levels`` (the levels' record); nothing when no run was scored so."""
+    from rlvr_recipes.launch.cpu_run import TRAIN_LEVELS
+
     if not by_level:
         return []
-    levels = [lv for lv in ("easy", "medium", "hard") if any(lv in v for v in by_level.values())]
+    levels = [lv for lv in TRAIN_LEVELS.values() if any(lv in v for v in by_level.values())]
 
     def cell(values: dict[str, float]) -> str:
-        v = list(values.values())
-        return f"{np.mean(v):.3f}" + (f" +/- {np.std(v, ddof=1):.3f}" if len(v) > 1 else "")
+        mean, std = _mean_std(list(values.values()))
+        return f"{mean:.3f}" + (f" +/- {std:.3f}" if len(values) > 1 else "")
 
     heads = [f"{lv} third" + (f" ({heldout_levels[lv]['prompts']})" if "prompts" in heldout_levels.get(lv, {}) else "")
              for lv in levels]
