@@ -302,6 +302,25 @@ LAB_DIFFICULTY_ARGS ?= --methods grpo_easy,grpo_medium,grpo_hard --seeds 6 --fir
 lab-difficulty-%: $(STAMP)
 	$(call lab_comparison,$(LAB_DIFFICULTY_ARGS),lab_difficulty_$*)
 
+# GRPO at two model sizes, each on its own build of the task and from its own warm start (000 Sec. 3.4.4, Fig. 3:
+# larger models keep a lower, more stable ACR and end more accurate): make lab-model-scale-394 (seeds 394-401;
+# docs/lab.md, "ACR and accuracy across model sizes (394-401)"): the hidden-64 build (0.27M parameters) warm-started
+# here, then one comparison a size, the default build's (1.1M) among them, taken together by
+# benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json
+LAB_MODEL_SCALE_HIDDEN ?= 64
+LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+lab-model-scale-%: $(STAMP)
+	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(PY) benchmarks/lab_model_scale.py build --hidden-size $(h) \
+		--out runs/tiny_countdown_h$(h) && ) true
+	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(PY) -m rlvr_recipes.launch.compare --task countdown \
+		$(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) --tiny-dir runs/tiny_countdown_h$(h) \
+		--out runs/lab_model_scale_$*_h$(h) && ) true
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
+		--out runs/lab_model_scale_$*_h128
+	$(PY) benchmarks/lab_model_scale.py combine $(foreach h,$(LAB_MODEL_SCALE_HIDDEN),runs/lab_model_scale_$*_h$(h)) \
+		runs/lab_model_scale_$*_h128 --json benchmarks/lab_model_scale_$*_summary.json \
+		--figure docs/img/lab_model_scale_$*/curves.png
+
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
 LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae

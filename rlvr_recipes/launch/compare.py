@@ -1137,6 +1137,29 @@ def paired_claim(claim: str, source: str, method: str, mine: dict[str, float], b
                        "difference by seed": {s: mine[s] - theirs[s] for s in seeds}}, "higher": higher}
 
 
+def early_acr_claim(values: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """000 Sec. 3.4.2, Fig. 1: early ACR predicts final held-out accuracy, a negative correlation across runs.
+
+    ``values``: ``{"early ACR": {method: {seed: value}}, "final held-out accuracy": {method: {seed: value}}}``, each
+    run's mean ACR over its first 20 % of steps and its last held-out greedy accuracy. Pearson's r over the runs with
+    both figures finite, two-sided test of r = 0 at 5 %: ``held`` for a significant negative r, ``did not hold`` for a
+    significant positive one; fewer than 4 runs, or a figure without spread, cannot be judged. Returns the claim's
+    record (``{"claim", "source", "verdict", "evidence", "values"}``), ``values`` as given."""
+    pairs = [(e, values["final held-out accuracy"].get(m, {}).get(s, float("nan")))
+             for m, by_seed in values["early ACR"].items() for s, e in by_seed.items()]
+    pairs = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
+    if len(pairs) < 4 or np.std([p[0] for p in pairs]) == 0 or np.std([p[1] for p in pairs]) == 0:
+        verdict, evidence = "cannot be judged", "fewer than 4 runs or no spread"
+    else:
+        from scipy import stats
+
+        r, p = (float(x) for x in stats.pearsonr([e for e, _ in pairs], [f for _, f in pairs]))
+        verdict = "cannot be judged" if p >= 0.05 else ("held" if r < 0 else "did not hold")
+        evidence = f"Pearson r = {round(r, 2) + 0.0:.2f} over {len(pairs)} runs, p = {p:.3g} (two-sided test of r = 0)"
+    return {"claim": EARLY_ACR, "source": "000 Sec. 3.4.2, Fig. 1", "verdict": verdict, "evidence": evidence,
+            "values": values}
+
+
 def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: int) -> list[dict[str, Any]]:
     """One line per paper claim the runs can speak to: ``{"claim", "source", "verdict", "evidence", "values"}``, and
     for a comparison of two methods ``"higher"``: whether the claim is that the method's figure lies above the base's.
@@ -1195,23 +1218,8 @@ def claims(runs: dict[str, list[dict[str, Any]]], table: dict[str, Any], kmax: i
     # 000 Sec. 3.4.2: early ACR predicts final accuracy (negative correlation across runs)
     early_of = lambda r: _head_mean(r["curves"]["acr/acr"])  # noqa: E731
     final_of = lambda r: (lambda v: v[max(v)] if v else float("nan"))(r["curves"]["val"])  # noqa: E731
-    early_values = {"early ACR": {m: by_seed(m, early_of) for m in runs},
-                    "final held-out accuracy": {m: by_seed(m, final_of) for m in runs}}
-    pairs = [(e, early_values["final held-out accuracy"][m][s]) for m in runs
-             for s, e in early_values["early ACR"][m].items()]
-    pairs = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
-    if len(pairs) >= 4 and np.std([p[0] for p in pairs]) > 0 and np.std([p[1] for p in pairs]) > 0:
-        from scipy import stats
-
-        r, p = (float(x) for x in stats.pearsonr([e for e, _ in pairs], [f for _, f in pairs]))
-        n = len(pairs)
-        # two-sided test of r = 0 at 5 %; the claim is a negative correlation
-        verdict = "cannot be judged" if p >= 0.05 else ("held" if r < 0 else "did not hold")
-        add(EARLY_ACR, "000 Sec. 3.4.2, Fig. 1",
-            (verdict, f"Pearson r = {round(r, 2) + 0.0:.2f} over {n} runs, p = {p:.3g} (two-sided test of r = 0)"),
-            early_values)
-    else:
-        add(EARLY_ACR, "000 Sec. 3.4.2, Fig. 1", ("cannot be judged", "fewer than 4 runs or no spread"), early_values)
+    out.append(early_acr_claim({"early ACR": {m: by_seed(m, early_of) for m in runs},
+                                "final held-out accuracy": {m: by_seed(m, final_of) for m in runs}}))
 
     # the claims below each need their method and its baseline among the runs (GSPO-N against GSPO needs no GRPO)
     # 000 Sec. 3.4.6, Fig. 5: trained at a larger G, GRPO has lower ACR during training (left) and higher final

@@ -1,0 +1,240 @@
+"""GRPO on the countdown task at two model sizes or more, each from its own warm start: 000 Sec. 3.4.4, Fig. 3.
+
+000 Sec. 3.4.4 trains GRPO on models of 0.5B to 14B parameters at one difficulty level and reads two trends off
+Fig. 3: larger models keep a lower and more stable ACR during training, and reach a higher final accuracy. A
+comparison of ``launch.compare`` shares one initial model across its methods, so the lab runs one comparison a size,
+each on its own build of the task (``--tiny-dir``), and this script takes them together. ``build`` makes the
+countdown task with its model's shape (4 layers, 4 heads, intermediate 4 x hidden) at another hidden size,
+warm-started on this machine by the task's own recipe (``CountdownSpec.warm_start_steps`` supervised steps on the
+warm start's problems, the RL prompts unseen); the default size (hidden 128: 1.1M parameters) keeps its shipped warm
+start. The lab's set pairs it with hidden 64 (0.27M parameters), whose warm start takes about 10 minutes on 2 cores;
+hidden 256 (4.2M) ran slower than 3 s a warm-start step on one core (over 45 minutes), and was left out.
+
+    python benchmarks/lab_model_scale.py build --hidden-size 64 --out runs/tiny_countdown_h64
+    python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
+        --passk-samples 64 --tiny-dir runs/tiny_countdown_h64 --out runs/lab_model_scale_394_h64
+    python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
+        --passk-samples 64 --out runs/lab_model_scale_394_h128
+    python benchmarks/lab_model_scale.py combine runs/lab_model_scale_394_h64 runs/lab_model_scale_394_h128 \\
+        --json benchmarks/lab_model_scale_394_summary.json --figure docs/img/lab_model_scale_394/curves.png
+
+(``make lab-model-scale-394`` runs all of it.) ``combine`` reads each comparison's ``summary.json`` and its runs,
+names each comparison's GRPO by its model's parameter count (``grpo_0.27M``), and writes one summary in
+``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed, and the claims, each model against
+the next smaller one, paired by seed (every run of a seed draws its prompts in the same order; the models
+differ). Claims: ACR (mean over steps) lower, its std over steps lower, final held-out greedy accuracy higher, and
+early ACR against final accuracy over all the runs (000 Sec. 3.4.2, Fig. 1, whose 140 runs span model sizes too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from rlvr_recipes.launch.compare import (EARLY_ACR, early_acr_claim, finished_runs, load_run,  # noqa: E402
+                                         method_colors, paired_claim, _band)
+
+SOURCE = "000 Sec. 3.4.4, Fig. 3"
+#: the figures by seed each claim reads (``launch.compare``'s summary names, and the one this script adds) and
+#: whether the claim puts the larger model's figure above the smaller's
+SCALE_CLAIMS = (("ACR (mean)", "has lower ACR", False),
+                ("ACR std over steps", "keeps ACR more stable (smaller std over steps)", False),
+                ("held-out acc, end", "ends with higher held-out accuracy", True))
+
+
+def build_size(hidden_size: int, out: str) -> dict[str, str]:
+    """The countdown task built under ``out`` with the task's model shape at ``hidden_size`` (4 layers, 4 heads,
+    intermediate 4 x hidden), warm-started on this machine by the task's recipe, with the reference cache sampled as
+    the CPU runs sample; ``launch.compare --tiny-dir out`` then uses it as it is. Returns the build's paths."""
+    from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START, compose, embedded_task
+    from rlvr_recipes.reward.reference import reference_settings
+    from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    model = TinyModelSpec(hidden_size=hidden_size, intermediate_size=4 * hidden_size,
+                          num_hidden_layers=COUNTDOWN_MODEL.num_hidden_layers,
+                          num_attention_heads=COUNTDOWN_MODEL.num_attention_heads,
+                          num_key_value_heads=COUNTDOWN_MODEL.num_key_value_heads,
+                          max_position_embeddings=COUNTDOWN_MODEL.max_position_embeddings)
+    ref_settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
+    return build(out, model, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_settings=ref_settings,
+                 train_warm_start=True)
+
+
+def parameter_count(model_dir: str) -> int:
+    """The parameters of the model saved in ``model_dir`` (tied embeddings counted once)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_dir))
+    return sum(p.numel() for p in model.parameters())
+
+
+def size_label(params: int) -> str:
+    """``"0.27M"``, ``"1.1M"``, ``"4.2M"``: the parameter count in millions to two significant digits."""
+    return f"{float(f'{params / 1e6:.2g}'):g}M"
+
+
+def tiny_dir_of(setup: dict[str, Any]) -> str:
+    """The build a comparison ran on: its command's ``--tiny-dir``, else the countdown task's default folder."""
+    import shlex
+
+    from rlvr_recipes.launch.cpu_run import embedded_task
+
+    words = shlex.split(setup["command"])
+    for i, word in enumerate(words):
+        if word == "--tiny-dir" and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--tiny-dir="):
+            return word.split("=", 1)[1]
+    return embedded_task(setup.get("task", "countdown")).tiny_dir
+
+
+def acr_std_by_seed(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Each run's std of ACR over its steps (population std, as the summary's entropy std), by seed."""
+    return {str(r["seed"]): float(np.std(list(r["curves"]["acr/acr"].values())))
+            for r in runs if r["curves"]["acr/acr"]}
+
+
+def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
+                 early: dict[str, dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
+    """The claims of 000 Sec. 3.4.4 (Fig. 3) for runs of GRPO at several model sizes: for each size against the next
+    smaller one, :data:`SCALE_CLAIMS` tested seed by seed (``launch.compare.paired_claim``), then early ACR against
+    final accuracy over all the runs (``launch.compare.early_acr_claim``).
+
+    ``by_seed``: ``{label: {figure: {seed: value}}}``, labels ``"grpo_<size>"`` from the smallest model up;
+    ``early``: ``{"early ACR": {label: {seed: value}}, "final held-out accuracy": {label: {seed: value}}}``.
+    """
+    labels = list(by_seed)
+    out = []
+    for small, big in zip(labels, labels[1:]):
+        for figure, wording, higher in SCALE_CLAIMS:
+            out.append(paired_claim(
+                f"GRPO on the {big[5:]}-parameter model {wording} than on the {small[5:]}-parameter model", SOURCE,
+                big, by_seed[big][figure], small, by_seed[small][figure], higher))
+    return out + [early_acr_claim(early)]
+
+
+def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """One summary of the comparisons (each of GRPO alone, on its own build, the same seeds and steps), and their
+    runs by label, smallest model first.
+
+    Raises:
+        ValueError: a comparison without a summary, not of GRPO alone, or with other seeds or steps than the first,
+            naming it.
+    """
+    sizes = []
+    for out in comparisons:
+        path = os.path.join(out, "summary.json")
+        if not os.path.exists(path):
+            raise ValueError(f"{path}: no summary (run launch.compare --out {out} first)")
+        with open(path) as f:
+            summary = json.load(f)
+        setup = summary["setup"]
+        if setup.get("methods") != ["grpo"]:
+            raise ValueError(f"{path}: a comparison of {setup.get('methods')}, not of grpo alone")
+        tiny = tiny_dir_of(setup)
+        params = parameter_count(os.path.join(tiny, "model"))
+        runs = [load_run(spec) for spec in finished_runs(out)["grpo"]]
+        sizes.append((params, out, tiny, summary, runs))
+    first = sizes[0][3]["setup"]
+    for _, out, _, summary, _ in sizes[1:]:
+        for key in ("seeds", "first_seed", "steps", "passk_samples", "task"):
+            if summary["setup"].get(key) != first.get(key):
+                raise ValueError(f"{out}: {key} {summary['setup'].get(key)!r}, where {sizes[0][1]} has "
+                                 f"{first.get(key)!r}")
+    sizes.sort(key=lambda s: s[0])
+    labels = [f"grpo_{size_label(params)}" for params, *_ in sizes]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"two comparisons of one model size: {', '.join(out for _, out, *_ in sizes)}")
+    by_seed = {}
+    for label, (_, _, _, summary, runs) in zip(labels, sizes):
+        by_seed[label] = {**summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(runs)}
+    early: dict[str, dict[str, dict[str, float]]] = {"early ACR": {}, "final held-out accuracy": {}}
+    for label, (_, _, _, summary, _) in zip(labels, sizes):
+        values = next(c["values"] for c in summary["claims"] if c["claim"] == EARLY_ACR)
+        for figure in early:
+            early[figure][label] = values[figure]["grpo"]
+    claims = scale_claims(by_seed, early)
+    models = {label: {"parameters": params, "comparison": out, "tiny_dir": tiny,
+                      "start_passk": summary["start_passk"], "change_from_start": summary["change_from_start"]["grpo"],
+                      **{key: summary["setup"].get(key) for key in ("command", "runs_s", "cost_per_step_s",
+                                                                    "median_step_s")}}
+              for label, (params, out, tiny, summary, _) in zip(labels, sizes)}
+    setup = {key: first[key] for key in ("task", "seeds", "first_seed", "steps", "passk_samples", "overrides",
+                                         "machine") if key in first}
+    combined = {"setup": {**setup, "methods": labels, "command": command, "models": models},
+                "table": {label: summary["table"]["grpo"] for label, (*_, summary, _) in zip(labels, sizes)},
+                "figures_by_seed": by_seed, "claims": claims,
+                "paired_by_seed": all(summary["paired_by_seed"] for *_, summary, _ in sizes)}
+    return combined, {label: runs for label, (*_, runs) in zip(labels, sizes)}
+
+
+def plot(runs: dict[str, list[dict[str, Any]]], path: str) -> None:
+    """Fig. 3's two panels at this scale, a band per model size: ACR and held-out greedy accuracy over the steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = method_colors(list(runs))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, (title, key) in zip(axes, (("ACR", "acr/acr"), ("held-out greedy accuracy", "val"))):
+        for label, rs in runs.items():
+            _band(ax, [r["curves"][key] for r in rs], label, colors[label])
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("GRPO by model size: mean over seeds, band = +/- 1 std")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build the countdown task with the model at another hidden size")
+    b.add_argument("--hidden-size", type=int, required=True, help="hidden size (intermediate: 4 x hidden)")
+    b.add_argument("--out", required=True, help="the build's folder, for launch.compare --tiny-dir")
+    c = sub.add_parser("combine", help="take comparisons of GRPO on builds of different model sizes together")
+    c.add_argument("comparisons", nargs="+", help="launch.compare --out folders, one a model size")
+    c.add_argument("--json", required=True, help="write the combined summary here")
+    c.add_argument("--figure", help="write the ACR and accuracy curves by model size here")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        paths = build_size(args.hidden_size, args.out)
+        print(f"[scale] hidden {args.hidden_size}: {parameter_count(paths['model']):,} parameters in {args.out}")
+        return 0
+    if len(args.comparisons) < 2:
+        parser.error("combine needs two comparisons or more")
+    try:
+        summary, runs = combine(args.comparisons, "python benchmarks/lab_model_scale.py combine "
+                                + " ".join(sys.argv[2:] if argv is None else argv[1:]))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with open(args.json, "w") as f:
+        json.dump(summary, f, indent=1)
+    if args.figure:
+        plot(runs, args.figure)
+    for label, model in summary["setup"]["models"].items():
+        row = summary["table"][label]
+        print(f"{label}: {model['parameters']:,} parameters, held-out greedy {row['held-out acc, start'][0]:.3f} -> "
+              f"{row['held-out acc, end'][0]:.3f}, ACR {row['ACR (mean)'][0]:.3f}")
+    for claim in summary["claims"]:
+        print(f"{claim['verdict']:>16}: {claim['claim']}: {claim['evidence']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""benchmarks/lab_model_scale.py: GRPO at several model sizes taken together (000 Sec. 3.4.4, Fig. 3)."""
+
+from __future__ import annotations
+
+import pytest
+from scipy import stats
+
+from benchmarks.lab_model_scale import main, scale_claims, size_label, tiny_dir_of
+from rlvr_recipes.launch.compare import EARLY_ACR
+from rlvr_recipes.launch.cpu_run import embedded_task
+
+SMALL, BIG = "grpo_0.27M", "grpo_1.1M"
+
+
+def _figures(acr, acr_std, acc):
+    return {"ACR (mean)": dict(zip("012", acr)), "ACR std over steps": dict(zip("012", acr_std)),
+            "held-out acc, end": dict(zip("012", acc))}
+
+
+def test_scale_claims_worked_by_hand():
+    """Three seeds. ACR, larger minus smaller: -0.2, -0.1, -0.2, mean -1/6, sd 0.0577, se 1/30, t = -5.0 on 2 df;
+    the interval -1/6 -/+ 4.303 / 30 = [-0.310, -0.023] lies below 0, where the claim puts it: held. Accuracy: +0.1,
+    0, +0.1, t = 2.0, interval [-0.077, +0.210]: cannot be judged. ACR's std equal at every seed: no difference, p 1.
+    Early ACR over the six runs falls on a line of negative slope with final accuracy: r = -1."""
+    by_seed = {SMALL: _figures((0.6, 0.5, 0.7), (0.1, 0.1, 0.1), (0.4, 0.6, 0.6)),
+               BIG: _figures((0.4, 0.4, 0.5), (0.1, 0.1, 0.1), (0.5, 0.6, 0.7))}
+    early = {"early ACR": {SMALL: {"0": 0.9, "1": 0.8, "2": 0.7}, BIG: {"0": 0.6, "1": 0.5, "2": 0.4}},
+             "final held-out accuracy": {SMALL: {"0": 0.1, "1": 0.2, "2": 0.3}, BIG: {"0": 0.4, "1": 0.5, "2": 0.6}}}
+    out = {c["claim"]: c for c in scale_claims(by_seed, early)}
+    assert list(out) == ["GRPO on the 1.1M-parameter model has lower ACR than on the 0.27M-parameter model",
+                         "GRPO on the 1.1M-parameter model keeps ACR more stable (smaller std over steps) than on the "
+                         "0.27M-parameter model",
+                         "GRPO on the 1.1M-parameter model ends with higher held-out accuracy than on the "
+                         "0.27M-parameter model", EARLY_ACR]
+    acr, std, acc, corr = out.values()
+    assert acr["verdict"] == "held" and acr["higher"] is False and acr["source"] == "000 Sec. 3.4.4, Fig. 3"
+    assert acr["values"]["difference by seed"] == pytest.approx({"0": -0.2, "1": -0.1, "2": -0.2})
+    half = stats.t.ppf(0.975, 2) / 30
+    assert f"[{-1 / 6 - half:+.3f}, {-1 / 6 + half:+.3f}]" == "[-0.310, -0.023]" in acr["evidence"]
+    assert f"p = {2 * stats.t.sf(5.0, 2):.3g}" in acr["evidence"]
+    assert acc["verdict"] == "cannot be judged" and acc["higher"] is True and "[-0.077, +0.210]" in acc["evidence"]
+    assert std["verdict"] == "cannot be judged" and "p = 1" in std["evidence"]
+    assert corr["verdict"] == "held" and "r = -1.00 over 6 runs" in corr["evidence"]
+
+
+def test_scale_claims_three_sizes_pair_each_with_the_next_smaller():
+    mid = "grpo_0.6M"
+    by_seed = {SMALL: _figures((0.6,) * 3, (0.1,) * 3, (0.4,) * 3), mid: _figures((0.5,) * 3, (0.1,) * 3, (0.5,) * 3),
+               BIG: _figures((0.4,) * 3, (0.1,) * 3, (0.6,) * 3)}
+    out = scale_claims(by_seed, {"early ACR": {}, "final held-out accuracy": {}})
+    assert [c["claim"].split(" model ")[0] for c in out[:-1]] == ["GRPO on the 0.6M-parameter"] * 3 + [
+        "GRPO on the 1.1M-parameter"] * 3
+    assert [c["claim"].rsplit(" on the ", 1)[1] for c in out[:-1]] == ["0.27M-parameter model"] * 3 + [
+        "0.6M-parameter model"] * 3
+    assert out[-1]["verdict"] == "cannot be judged" and "fewer than 4 runs" in out[-1]["evidence"]
+
+
+@pytest.mark.parametrize("params, label", [(272_256, "0.27M"), (1_062_528, "1.1M"), (4_250_000, "4.2M"),
+                                           (65_000, "0.065M"), (12_000_000, "12M")])
+def test_size_label(params, label):
+    assert size_label(params) == label
+
+
+def test_tiny_dir_of_reads_the_comparison_command():
+    assert tiny_dir_of({"command": "python -m rlvr_recipes.launch.compare --task countdown --tiny-dir runs/t_h64 "
+                                   "--out runs/x"}) == "runs/t_h64"
+    assert tiny_dir_of({"command": "python -m rlvr_recipes.launch.compare --tiny-dir=runs/a --out b"}) == "runs/a"
+    default = tiny_dir_of({"task": "countdown", "command": "python -m rlvr_recipes.launch.compare --task countdown"})
+    assert default == embedded_task("countdown").tiny_dir and default.endswith("runs/tiny_countdown")
+
+
+def test_combine_names_a_comparison_without_its_summary(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    assert main(["combine", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(tmp_path / "out.json")]) == 2
+    assert f"{tmp_path / 'a' / 'summary.json'}: no summary" in capsys.readouterr().err
