@@ -545,7 +545,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
 	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
-	benchmarks/lab_difficulty_388_summary.json
+	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

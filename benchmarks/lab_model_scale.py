@@ -7,8 +7,9 @@ each on its own build of the task (``--tiny-dir``), and this script takes them t
 countdown task with its model's shape (4 layers, 4 heads, intermediate 4 x hidden) at another hidden size,
 warm-started on this machine by the task's own recipe (``CountdownSpec.warm_start_steps`` supervised steps on the
 warm start's problems, the RL prompts unseen); the default size (hidden 128: 1.1M parameters) keeps its shipped warm
-start. The lab's set pairs it with hidden 64 (0.27M parameters), whose warm start takes about 10 minutes on 2 cores;
-hidden 256 (4.2M) ran slower than 3 s a warm-start step on one core (over 45 minutes), and was left out.
+start. The lab's set pairs it with hidden 64 (0.27M parameters), built in about 4.5 minutes on 2 cores (2 of them
+the warm start's 850 steps); hidden 256 (4.2M) was left out: alone on the 2 cores its build had not reached warm-start
+step 100 after 2.7 minutes (over 1 s a step: over 14 minutes for the 850), and its RL steps would cost more again.
 
     python benchmarks/lab_model_scale.py build --hidden-size 64 --out runs/tiny_countdown_h64
     python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from typing import Any, Optional, Sequence
@@ -83,7 +83,8 @@ def size_label(params: int) -> str:
 
 
 def tiny_dir_of(setup: dict[str, Any]) -> str:
-    """The build a comparison ran on: its command's ``--tiny-dir``, else the countdown task's default folder."""
+    """The build a comparison ran on: its command's ``--tiny-dir``, else the task's default folder (relative to the
+    working folder where it lies under it, as the lab's commands name it)."""
     import shlex
 
     from rlvr_recipes.launch.cpu_run import embedded_task
@@ -94,7 +95,9 @@ def tiny_dir_of(setup: dict[str, Any]) -> str:
             return words[i + 1]
         if word.startswith("--tiny-dir="):
             return word.split("=", 1)[1]
-    return embedded_task(setup.get("task", "countdown")).tiny_dir
+    default = embedded_task(setup.get("task", "countdown")).tiny_dir
+    relative = os.path.relpath(default)
+    return default if relative.startswith("..") else relative
 
 
 def acr_std_by_seed(runs: Sequence[dict[str, Any]]) -> dict[str, float]:

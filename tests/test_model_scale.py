@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from scipy import stats
 
@@ -9,6 +11,7 @@ from benchmarks.lab_model_scale import main, scale_claims, size_label, tiny_dir_
 from rlvr_recipes.launch.compare import EARLY_ACR
 from rlvr_recipes.launch.cpu_run import embedded_task
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL, BIG = "grpo_0.27M", "grpo_1.1M"
 
 
@@ -61,12 +64,16 @@ def test_size_label(params, label):
     assert size_label(params) == label
 
 
-def test_tiny_dir_of_reads_the_comparison_command():
+def test_tiny_dir_of_reads_the_comparison_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert tiny_dir_of({"command": "python -m rlvr_recipes.launch.compare --task countdown --tiny-dir runs/t_h64 "
                                    "--out runs/x"}) == "runs/t_h64"
     assert tiny_dir_of({"command": "python -m rlvr_recipes.launch.compare --tiny-dir=runs/a --out b"}) == "runs/a"
     default = tiny_dir_of({"task": "countdown", "command": "python -m rlvr_recipes.launch.compare --task countdown"})
-    assert default == embedded_task("countdown").tiny_dir and default.endswith("runs/tiny_countdown")
+    assert default == embedded_task("countdown").tiny_dir  # not under the working folder: as it is
+    monkeypatch.chdir(ROOT)  # under it: as the lab's commands name it
+    assert tiny_dir_of({"task": "countdown", "command": "python -m rlvr_recipes.launch.compare"}) \
+        == "runs/tiny_countdown"
 
 
 def test_combine_names_a_comparison_without_its_summary(tmp_path, capsys):

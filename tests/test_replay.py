@@ -310,8 +310,12 @@ def test_every_committed_comparison_can_be_trained_again_at_one_seed():
         keyed.append(os.path.relpath(path, ROOT))
         setup = summary["setup"]
         first = seed if keyed[-1] == default else setup["first_seed"]
-        argv = replay_argv(summary, first, "runs/r")
-        assert argv[argv.index("--steps") + 1] == str(setup["steps"]) and "--report-only" not in argv, path
-        assert argv[argv.index("--methods") + 1] == ",".join(setup["methods"]), path
-        assert argv[-6:] == ["--seeds", "1", "--first-seed", str(first), "--out", "runs/r"], path
+        # comparisons of GRPO taken together (benchmarks/lab_model_scale.py, one a model size): each of them
+        parts = [{"setup": {**setup, "command": model["command"], "methods": ["grpo"]}}
+                 for model in setup["models"].values()] if "models" in setup else [summary]
+        for part in parts:
+            argv = replay_argv(part, first, "runs/r")
+            assert argv[argv.index("--steps") + 1] == str(setup["steps"]) and "--report-only" not in argv, path
+            assert argv[argv.index("--methods") + 1] == ",".join(part["setup"]["methods"]), path
+            assert argv[-6:] == ["--seeds", "1", "--first-seed", str(first), "--out", "runs/r"], path
     assert default in keyed and len(keyed) >= 10
