@@ -306,7 +306,8 @@ lab-difficulty-%: $(STAMP)
 # larger models keep a lower, more stable ACR and end more accurate): make lab-model-scale-394 (seeds 394-401;
 # docs/lab.md, "ACR and accuracy across model sizes (394-401)"): the hidden-64 build (0.27M parameters) warm-started
 # here, then one comparison a size, the default build's (1.1M) among them, taken together by
-# benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json
+# benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json: 63.8 min on 2 cores when it ran (the
+# build 3.6 min, each size's 8 runs in two lanes 28-32 min)
 LAB_MODEL_SCALE_HIDDEN ?= 64
 LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 lab-model-scale-%: $(STAMP)
