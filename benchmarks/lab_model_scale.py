@@ -33,7 +33,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -89,12 +89,11 @@ def tiny_dir_of(setup: dict[str, Any]) -> str:
 
     from rlvr_recipes.launch.cpu_run import embedded_task
 
-    words = shlex.split(setup["command"])
-    for i, word in enumerate(words):
-        if word == "--tiny-dir" and i + 1 < len(words):
-            return words[i + 1]
-        if word.startswith("--tiny-dir="):
-            return word.split("=", 1)[1]
+    option = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    option.add_argument("--tiny-dir")
+    given = option.parse_known_args(shlex.split(setup["command"]))[0].tiny_dir
+    if given:
+        return given
     default = embedded_task(setup.get("task", "countdown")).tiny_dir
     relative = os.path.relpath(default)
     return default if relative.startswith("..") else relative
@@ -125,6 +124,16 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     return out + [early_acr_claim(early)]
 
 
+class SizeRuns(NamedTuple):
+    """One model size's comparison as ``combine`` reads it."""
+
+    params: int  # the model's parameters
+    out: str  # the comparison's folder
+    tiny: str  # the build it ran on
+    summary: dict[str, Any]  # its summary.json
+    runs: list[dict[str, Any]]  # its finished runs (``launch.compare.load_run``)
+
+
 def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """One summary of the comparisons (each of GRPO alone, on its own build, the same seeds and steps), and their
     runs by label, smallest model first.
@@ -144,40 +153,37 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
         if setup.get("methods") != ["grpo"]:
             raise ValueError(f"{path}: a comparison of {setup.get('methods')}, not of grpo alone")
         tiny = tiny_dir_of(setup)
-        params = parameter_count(os.path.join(tiny, "model"))
-        runs = [load_run(spec) for spec in finished_runs(out)["grpo"]]
-        sizes.append((params, out, tiny, summary, runs))
-    first = sizes[0][3]["setup"]
-    for _, out, _, summary, _ in sizes[1:]:
+        sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), out, tiny, summary,
+                              [load_run(spec) for spec in finished_runs(out)["grpo"]]))
+    first = sizes[0].summary["setup"]
+    for size in sizes[1:]:
         for key in ("seeds", "first_seed", "steps", "passk_samples", "task"):
-            if summary["setup"].get(key) != first.get(key):
-                raise ValueError(f"{out}: {key} {summary['setup'].get(key)!r}, where {sizes[0][1]} has "
+            if size.summary["setup"].get(key) != first.get(key):
+                raise ValueError(f"{size.out}: {key} {size.summary['setup'].get(key)!r}, where {sizes[0].out} has "
                                  f"{first.get(key)!r}")
-    sizes.sort(key=lambda s: s[0])
-    labels = [f"grpo_{size_label(params)}" for params, *_ in sizes]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"two comparisons of one model size: {', '.join(out for _, out, *_ in sizes)}")
-    by_seed = {}
-    for label, (_, _, _, summary, runs) in zip(labels, sizes):
-        by_seed[label] = {**summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(runs)}
+    by_label = {f"grpo_{size_label(size.params)}": size for size in sorted(sizes, key=lambda size: size.params)}
+    if len(by_label) != len(sizes):
+        raise ValueError(f"two comparisons of one model size: {', '.join(size.out for size in sizes)}")
+    by_seed = {label: {**size.summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(size.runs)}
+               for label, size in by_label.items()}
     early: dict[str, dict[str, dict[str, float]]] = {"early ACR": {}, "final held-out accuracy": {}}
-    for label, (_, _, _, summary, _) in zip(labels, sizes):
-        values = next(c["values"] for c in summary["claims"] if c["claim"] == EARLY_ACR)
+    for label, size in by_label.items():
+        values = next(c["values"] for c in size.summary["claims"] if c["claim"] == EARLY_ACR)
         for figure in early:
             early[figure][label] = values[figure]["grpo"]
-    claims = scale_claims(by_seed, early)
-    models = {label: {"parameters": params, "comparison": out, "tiny_dir": tiny,
-                      "start_passk": summary["start_passk"], "change_from_start": summary["change_from_start"]["grpo"],
-                      **{key: summary["setup"].get(key) for key in ("command", "runs_s", "cost_per_step_s",
-                                                                    "median_step_s")}}
-              for label, (params, out, tiny, summary, _) in zip(labels, sizes)}
+    models = {label: {"parameters": size.params, "comparison": size.out, "tiny_dir": size.tiny,
+                      "start_passk": size.summary["start_passk"],
+                      "change_from_start": size.summary["change_from_start"]["grpo"],
+                      **{key: size.summary["setup"].get(key) for key in ("command", "runs_s", "cost_per_step_s",
+                                                                         "median_step_s")}}
+              for label, size in by_label.items()}
     setup = {key: first[key] for key in ("task", "seeds", "first_seed", "steps", "passk_samples", "overrides",
                                          "machine") if key in first}
-    combined = {"setup": {**setup, "methods": labels, "command": command, "models": models},
-                "table": {label: summary["table"]["grpo"] for label, (*_, summary, _) in zip(labels, sizes)},
-                "figures_by_seed": by_seed, "claims": claims,
-                "paired_by_seed": all(summary["paired_by_seed"] for *_, summary, _ in sizes)}
-    return combined, {label: runs for label, (*_, runs) in zip(labels, sizes)}
+    combined = {"setup": {**setup, "methods": list(by_label), "command": command, "models": models},
+                "table": {label: size.summary["table"]["grpo"] for label, size in by_label.items()},
+                "figures_by_seed": by_seed, "claims": scale_claims(by_seed, early),
+                "paired_by_seed": all(size.summary["paired_by_seed"] for size in sizes)}
+    return combined, {label: size.runs for label, size in by_label.items()}
 
 
 def plot(runs: dict[str, list[dict[str, Any]]], path: str) -> None:
