@@ -7,17 +7,22 @@ each on its own build of the task (``--tiny-dir``), and this script takes them t
 countdown task with its model's shape (4 layers, 4 heads, intermediate 4 x hidden) at another hidden size,
 warm-started on this machine by the task's own recipe (``CountdownSpec.warm_start_steps`` supervised steps on the
 warm start's problems, the RL prompts unseen); the default size (hidden 128: 1.1M parameters) keeps its shipped warm
-start. The lab's set pairs it with hidden 64 (0.27M parameters), built in about 4.5 minutes on 2 cores (2 of them
-the warm start's 850 steps); hidden 256 (4.2M) was left out: alone on the 2 cores its build had not reached warm-start
-step 100 after 2.7 minutes (over 1 s a step: over 14 minutes for the 850), and its RL steps would cost more again.
+start. The lab's set runs it with hidden 64 (0.27M parameters; its build 3.6 minutes on 2 cores) and hidden 192 (2.4M;
+9.5 minutes, 7.6 of them the warm start's 850 steps); hidden 256 (4.2M) was left out: alone on the 2 cores its build
+had not reached warm-start step 100 after 2.7 minutes (over 1 s a step: over 14 minutes for the 850), and its RL
+steps would cost more again.
 
     python benchmarks/lab_model_scale.py build --hidden-size 64 --out runs/tiny_countdown_h64
+    python benchmarks/lab_model_scale.py build --hidden-size 192 --out runs/tiny_countdown_h192
     python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
         --passk-samples 64 --tiny-dir runs/tiny_countdown_h64 --out runs/lab_model_scale_394_h64
     python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
+        --passk-samples 64 --tiny-dir runs/tiny_countdown_h192 --out runs/lab_model_scale_394_h192
+    python -m rlvr_recipes.launch.compare --task countdown --methods grpo --seeds 8 --first-seed 394 --steps 50 \\
         --passk-samples 64 --out runs/lab_model_scale_394_h128
-    python benchmarks/lab_model_scale.py combine runs/lab_model_scale_394_h64 runs/lab_model_scale_394_h128 \\
-        --json benchmarks/lab_model_scale_394_summary.json --figure docs/img/lab_model_scale_394/curves.png
+    python benchmarks/lab_model_scale.py combine runs/lab_model_scale_394_h64 runs/lab_model_scale_394_h192 \\
+        runs/lab_model_scale_394_h128 --json benchmarks/lab_model_scale_394_summary.json \\
+        --figure docs/img/lab_model_scale_394/curves.png
 
 (``make lab-model-scale-394`` runs all of it.) ``combine`` reads each comparison's ``summary.json`` and its runs,
 names each comparison's GRPO by its model's parameter count (``grpo_0.27M``), and writes one summary in

@@ -866,23 +866,26 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
 
 
 def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
-    """`make lab-model-scale-394` (docs/lab.md, "ACR and accuracy across model sizes (394-401)") builds the hidden-64
-    task, runs one comparison a model size with the commands the committed summary records for each, and takes them
-    together with the summary's own command, into the summary's path."""
+    """`make lab-model-scale-394` (docs/lab.md, "ACR and accuracy across model sizes (394-401)" and "A third model
+    size") builds the hidden-64 and hidden-192 tasks, runs one comparison a model size with the commands the committed
+    summary records for each, and takes them together with the summary's own command, into the summary's path."""
     import shlex
 
     _, lines = _make_recipe("lab-model-scale-%", "394")
     commands = [shlex.split(part) for line in lines for part in line.split("&&") if part.strip() != "true"]
     with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
         setup = json.load(f)["setup"]
-    assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
-                           "runs/tiny_countdown_h64"]
-    assert commands[1:3] == [shlex.split(model["command"]) for model in setup["models"].values()]
-    assert commands[3] == shlex.split(setup["command"]) and len(commands) == 4
+    assert commands[:2] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--out",
+                             f"runs/tiny_countdown_h{hidden}"] for hidden in (64, 192)]
+    # the comparisons run smallest build first, then the default (hidden 128) build; the summary orders by size
+    assert sorted(commands[2:5]) == sorted(shlex.split(model["command"]) for model in setup["models"].values())
+    assert commands[5] == shlex.split(setup["command"]) and len(commands) == 6
     assert "--json benchmarks/lab_model_scale_394_summary.json" in setup["command"]
-    assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M"] and (setup["first_seed"], setup["seeds"]) == (394, 8)
+    assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M", "grpo_2.4M"]
+    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     assert [model["tiny_dir"] for model in setup["models"].values()] == ["runs/tiny_countdown_h64",
-                                                                          "runs/tiny_countdown"]
+                                                                          "runs/tiny_countdown",
+                                                                          "runs/tiny_countdown_h192"]
 
 
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
