@@ -55,10 +55,11 @@ SCALE_CLAIMS = (("ACR (mean)", "has lower ACR", False),
                 ("held-out acc, end", "ends with higher held-out accuracy", True))
 
 
-def build_size(hidden_size: int, out: str) -> dict[str, str]:
+def build_size(hidden_size: int, out: str, warm_start_steps: Optional[int] = None) -> dict[str, str]:
     """The countdown task built under ``out`` with the task's model shape at ``hidden_size`` (4 layers, 4 heads,
-    intermediate 4 x hidden), warm-started on this machine by the task's recipe, with the reference cache sampled as
-    the CPU runs sample; ``launch.compare --tiny-dir out`` then uses it as it is. Returns the build's paths."""
+    intermediate 4 x hidden), warm-started on this machine by the task's recipe (``warm_start_steps`` supervised
+    steps, else the recipe's own ``CountdownSpec.warm_start_steps``), with the reference cache sampled as the CPU runs
+    sample; ``launch.compare --tiny-dir out`` then uses it as it is. Returns the build's paths."""
     from rlvr_recipes.launch.cpu_run import COUNTDOWN_WARM_START, compose, embedded_task
     from rlvr_recipes.reward.reference import reference_settings
     from rlvr_recipes.tiny_task.build import COUNTDOWN_MODEL, TinyModelSpec, build
@@ -70,7 +71,8 @@ def build_size(hidden_size: int, out: str) -> dict[str, str]:
                           num_key_value_heads=COUNTDOWN_MODEL.num_key_value_heads,
                           max_position_embeddings=COUNTDOWN_MODEL.max_position_embeddings)
     ref_settings = reference_settings(compose(list(embedded_task("countdown").overrides)))
-    return build(out, model, CountdownSpec(), warm_start_target=COUNTDOWN_WARM_START, ref_settings=ref_settings,
+    task = CountdownSpec() if warm_start_steps is None else CountdownSpec(warm_start_steps=warm_start_steps)
+    return build(out, model, task, warm_start_target=COUNTDOWN_WARM_START, ref_settings=ref_settings,
                  train_warm_start=True)
 
 
@@ -85,6 +87,22 @@ def parameter_count(model_dir: str) -> int:
 def size_label(params: int) -> str:
     """``"0.27M"``, ``"1.1M"``, ``"4.2M"``: the parameter count in millions to two significant digits."""
     return f"{float(f'{params / 1e6:.2g}'):g}M"
+
+
+def run_label(params: int, warm_start_steps: int) -> str:
+    """A size's name in the combined summary: ``"grpo_2.4M"``, or ``"grpo_2.4M_ws400"`` for a build whose warm start
+    ran other than the task recipe's ``CountdownSpec.warm_start_steps`` steps."""
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    steps = "" if warm_start_steps == CountdownSpec().warm_start_steps else f"_ws{warm_start_steps}"
+    return f"grpo_{size_label(params)}{steps}"
+
+
+def model_words(label: str) -> str:
+    """``"grpo_2.4M"`` -> ``"2.4M-parameter model"``; ``"grpo_2.4M_ws400"`` -> ``"2.4M-parameter model (400
+    warm-start steps)"``: how a claim names the model of :func:`run_label`."""
+    size, _, steps = label[len("grpo_"):].partition("_ws")
+    return f"{size}-parameter model" + (f" ({steps} warm-start steps)" if steps else "")
 
 
 def tiny_dir_of(setup: dict[str, Any]) -> str:
@@ -116,7 +134,7 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     smaller one, :data:`SCALE_CLAIMS` tested seed by seed (``launch.compare.paired_claim``), then early ACR against
     final accuracy over all the runs (``launch.compare.early_acr_claim``).
 
-    ``by_seed``: ``{label: {figure: {seed: value}}}``, labels ``"grpo_<size>"`` from the smallest model up;
+    ``by_seed``: ``{label: {figure: {seed: value}}}``, labels ``"grpo_<size>"`` (:func:`run_label`) from the smallest model up;
     ``early``: ``{"early ACR": {label: {seed: value}}, "final held-out accuracy": {label: {seed: value}}}``.
     """
     labels = list(by_seed)
@@ -124,7 +142,7 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     for small, big in zip(labels, labels[1:]):
         for figure, wording, higher in SCALE_CLAIMS:
             out.append(paired_claim(
-                f"GRPO on the {big[5:]}-parameter model {wording} than on the {small[5:]}-parameter model", SOURCE,
+                f"GRPO on the {model_words(big)} {wording} than on the {model_words(small)}", SOURCE,
                 big, by_seed[big][figure], small, by_seed[small][figure], higher))
     return out + [early_acr_claim(early)]
 
@@ -133,6 +151,7 @@ class SizeRuns(NamedTuple):
     """One model size's comparison as ``combine`` reads it."""
 
     params: int  # the model's parameters
+    warm_start_steps: int  # its warm start's supervised steps (the build's build.json)
     out: str  # the comparison's folder
     tiny: str  # the build it ran on
     summary: dict[str, Any]  # its summary.json
@@ -158,7 +177,9 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
         if setup.get("methods") != ["grpo"]:
             raise ValueError(f"{path}: a comparison of {setup.get('methods')}, not of grpo alone")
         tiny = tiny_dir_of(setup)
-        sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), out, tiny, summary,
+        with open(os.path.join(tiny, "build.json")) as f:
+            warm_start_steps = json.load(f)["task"]["warm_start_steps"]
+        sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), warm_start_steps, out, tiny, summary,
                               [load_run(spec) for spec in finished_runs(out)["grpo"]]))
     first = sizes[0].summary["setup"]
     for size in sizes[1:]:
@@ -166,9 +187,10 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
             if size.summary["setup"].get(key) != first.get(key):
                 raise ValueError(f"{size.out}: {key} {size.summary['setup'].get(key)!r}, where {sizes[0].out} has "
                                  f"{first.get(key)!r}")
-    by_label = {f"grpo_{size_label(size.params)}": size for size in sorted(sizes, key=lambda size: size.params)}
+    by_label = {run_label(size.params, size.warm_start_steps): size
+                for size in sorted(sizes, key=lambda size: (size.params, size.warm_start_steps))}
     if len(by_label) != len(sizes):
-        raise ValueError(f"two comparisons of one model size: {', '.join(size.out for size in sizes)}")
+        raise ValueError(f"two comparisons of one model size and warm start: {', '.join(s.out for s in sizes)}")
     by_seed = {label: {**size.summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(size.runs)}
                for label, size in by_label.items()}
     early: dict[str, dict[str, dict[str, float]]] = {"early ACR": {}, "final held-out accuracy": {}}
@@ -176,7 +198,7 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
         values = next(c["values"] for c in size.summary["claims"] if c["claim"] == EARLY_ACR)
         for figure in early:
             early[figure][label] = values[figure]["grpo"]
-    models = {label: {"parameters": size.params, "comparison": size.out, "tiny_dir": size.tiny,
+    models = {label: {"parameters": size.params, "warm_start_steps": size.warm_start_steps, "comparison": size.out, "tiny_dir": size.tiny,
                       "start_passk": size.summary["start_passk"],
                       "change_from_start": size.summary["change_from_start"]["grpo"],
                       **{key: size.summary["setup"].get(key) for key in ("command", "runs_s", "cost_per_step_s",
@@ -220,13 +242,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     b = sub.add_parser("build", help="build the countdown task with the model at another hidden size")
     b.add_argument("--hidden-size", type=int, required=True, help="hidden size (intermediate: 4 x hidden)")
     b.add_argument("--out", required=True, help="the build's folder, for launch.compare --tiny-dir")
+    b.add_argument("--warm-start-steps", type=int, help="supervised warm-start steps (default: the task's recipe, 850)")
     c = sub.add_parser("combine", help="take comparisons of GRPO on builds of different model sizes together")
     c.add_argument("comparisons", nargs="+", help="launch.compare --out folders, one a model size")
     c.add_argument("--json", required=True, help="write the combined summary here")
     c.add_argument("--figure", help="write the ACR and accuracy curves by model size here")
     args = parser.parse_args(argv)
     if args.command == "build":
-        paths = build_size(args.hidden_size, args.out)
+        if args.warm_start_steps is not None and args.warm_start_steps < 1:
+            parser.error(f"--warm-start-steps {args.warm_start_steps}: give 1 or more")
+        paths = build_size(args.hidden_size, args.out, args.warm_start_steps)
         print(f"[scale] hidden {args.hidden_size}: {parameter_count(paths['model']):,} parameters in {args.out}")
         return 0
     if len(args.comparisons) < 2:

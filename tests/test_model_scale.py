@@ -7,7 +7,7 @@ import os
 import pytest
 from scipy import stats
 
-from benchmarks.lab_model_scale import main, scale_claims, size_label, tiny_dir_of
+from benchmarks.lab_model_scale import main, model_words, run_label, scale_claims, size_label, tiny_dir_of
 from rlvr_recipes.launch.compare import EARLY_ACR
 from rlvr_recipes.launch.cpu_run import embedded_task
 
@@ -62,6 +62,25 @@ def test_scale_claims_three_sizes_pair_each_with_the_next_smaller():
                                            (65_000, "0.065M"), (12_000_000, "12M")])
 def test_size_label(params, label):
     assert size_label(params) == label
+
+
+def test_a_build_with_another_warm_start_is_named_by_its_steps():
+    assert run_label(2_380_224, 850) == "grpo_2.4M"  # the task recipe's 850 steps: the size alone
+    assert run_label(2_380_224, 400) == "grpo_2.4M_ws400"
+    assert model_words("grpo_2.4M") == "2.4M-parameter model"
+    assert model_words("grpo_2.4M_ws400") == "2.4M-parameter model (400 warm-start steps)"
+    by_seed = {label: {"ACR (mean)": {"0": 0.5, "1": 0.6}, "ACR std over steps": {"0": 0.1, "1": 0.1},
+                       "held-out acc, end": {"0": 0.6, "1": 0.7}} for label in ("grpo_1.1M", "grpo_2.4M_ws400")}
+    claim = scale_claims(by_seed, {"early ACR": {}, "final held-out accuracy": {}})[0]["claim"]
+    assert claim == ("GRPO on the 2.4M-parameter model (400 warm-start steps) has lower ACR than on the "
+                     "1.1M-parameter model")
+
+
+def test_build_refuses_a_warm_start_of_no_steps(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "--hidden-size", "64", "--out", str(tmp_path / "b"), "--warm-start-steps", "0"])
+    assert exc.value.code == 2 and "--warm-start-steps 0: give 1 or more" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
 
 
 def test_tiny_dir_of_reads_the_comparison_command(tmp_path, monkeypatch):
