@@ -323,6 +323,22 @@ lab-model-scale-%: $(STAMP)
 		runs/lab_model_scale_$*_h128 --json benchmarks/lab_model_scale_$*_summary.json \
 		--figure docs/img/lab_model_scale_$*/curves.png
 
+# The same seeds with the hidden-192 model (2.4M parameters) warm-started for 400 steps, where it starts as the hidden-64
+# model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model from a
+# shorter warm start"): make lab-model-scale-matched-394 builds it, runs its 8 runs and takes them together with the
+# hidden-64 comparison of lab-model-scale-394 (run first) into benchmarks/lab_model_scale_$*_matched_summary.json:
+# RESULT_TIME
+LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
+lab-model-scale-matched-%: $(STAMP)
+	$(PY) benchmarks/lab_model_scale.py build --hidden-size 192 --warm-start-steps $(LAB_MODEL_SCALE_MATCHED_STEPS) \
+		--out runs/tiny_countdown_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS)
+	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
+		--tiny-dir runs/tiny_countdown_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS) \
+		--out runs/lab_model_scale_$*_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS)
+	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
+		runs/lab_model_scale_$*_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS) \
+		--json benchmarks/lab_model_scale_$*_matched_summary.json --figure docs/img/lab_model_scale_$*_matched/curves.png
+
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
 LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae
