@@ -327,7 +327,7 @@ lab-model-scale-%: $(STAMP)
 # model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model from a
 # shorter warm start"): make lab-model-scale-matched-394 builds it, runs its 8 runs and takes them together with the
 # hidden-64 comparison of lab-model-scale-394 (run first) into benchmarks/lab_model_scale_$*_matched_summary.json:
-# RESULT_TIME
+# 38.9 min on 2 cores when it ran (the build, made before, kept; its 8 runs in two lanes)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
 lab-model-scale-matched-%: $(STAMP)
 	$(PY) benchmarks/lab_model_scale.py build --hidden-size 192 --warm-start-steps $(LAB_MODEL_SCALE_MATCHED_STEPS) \
@@ -563,7 +563,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_agrae_dapo_337_summary.json benchmarks/lab_agrae_dapo_349_summary.json \
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
 	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
-	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json
+	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
+	benchmarks/lab_model_scale_394_matched_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

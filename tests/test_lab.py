@@ -888,6 +888,29 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
                                                                           "runs/tiny_countdown_h192"]
 
 
+def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_records():
+    """`make lab-model-scale-matched-394` (docs/lab.md, "The 2.4M model from a shorter warm start") builds the hidden-192
+    task with a 400-step warm start, runs its comparison, and takes it together with the hidden-64 comparison of
+    `make lab-model-scale-394`, each with the command the committed summary records."""
+    import shlex
+
+    _, lines = _make_recipe("lab-model-scale-matched-%", "394")
+    commands = [shlex.split(line) for line in lines]
+    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched_summary.json")) as f:
+        setup = json.load(f)["setup"]
+    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
+        sizes = json.load(f)["setup"]["models"]
+    assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "192",
+                           "--warm-start-steps", "400", "--out", "runs/tiny_countdown_h192_ws400"]
+    assert setup["methods"] == ["grpo_0.27M", "grpo_2.4M_ws400"] and (setup["first_seed"], setup["seeds"]) == (394, 8)
+    small, matched = setup["models"]["grpo_0.27M"], setup["models"]["grpo_2.4M_ws400"]
+    assert commands[1] == shlex.split(matched["command"]) and len(commands) == 3
+    assert small == sizes["grpo_0.27M"]  # the 0.27M model's runs are lab-model-scale-394's
+    assert (matched["tiny_dir"], matched["warm_start_steps"]) == ("runs/tiny_countdown_h192_ws400", 400)
+    assert commands[2] == shlex.split(setup["command"])
+    assert "--json benchmarks/lab_model_scale_394_matched_summary.json" in setup["command"]
+
+
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
     """The group-size comparisons that ran with other methods or seeds (docs/lab.md gives each as `make
     lab-group-size-N LAB_GROUP_SIZE_MORE_ARGS="..."`): the pattern rule with those arguments runs the command the
