@@ -24,12 +24,16 @@ steps would cost more again.
         runs/lab_model_scale_394_h128 --json benchmarks/lab_model_scale_394_summary.json \\
         --figure docs/img/lab_model_scale_394/curves.png
 
-(``make lab-model-scale-394`` runs all of it.) ``combine`` reads each comparison's ``summary.json`` and its runs,
-names each comparison's GRPO by its model's parameter count (``grpo_0.27M``), and writes one summary in
-``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed, and the claims, each model against
-the next smaller one, paired by seed (every run of a seed draws its prompts in the same order; the models
-differ). Claims: ACR (mean over steps) lower, its std over steps lower, final held-out greedy accuracy higher, and
-early ACR against final accuracy over all the runs (000 Sec. 3.4.2, Fig. 1, whose 140 runs span model sizes too).
+(``make lab-model-scale-394`` runs all of it.) ``build --warm-start-steps N`` stops the warm start at step N (it runs
+at a constant learning rate, so the same run stopped earlier): ``make lab-model-scale-matched-394`` builds hidden 192
+at 400 steps, where it starts as the hidden-64 model does, and takes its comparison together with hidden 64's.
+``combine`` reads each comparison's ``summary.json`` and its runs, names each comparison's GRPO by its model's
+parameter count (``grpo_0.27M``; ``grpo_2.4M_ws400`` for a build of another warm start, :func:`run_label`), and
+writes one summary in ``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed, and the
+claims, each model against the next smaller one, paired by seed (every run of a seed draws its prompts in the same
+order; the models differ). Claims: ACR (mean over steps) lower, its std over steps lower, final held-out greedy
+accuracy higher, and early ACR against final accuracy over all the runs (000 Sec. 3.4.2, Fig. 1, whose 140 runs span
+model sizes too).
 """
 
 from __future__ import annotations
@@ -134,7 +138,8 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     smaller one, :data:`SCALE_CLAIMS` tested seed by seed (``launch.compare.paired_claim``), then early ACR against
     final accuracy over all the runs (``launch.compare.early_acr_claim``).
 
-    ``by_seed``: ``{label: {figure: {seed: value}}}``, labels ``"grpo_<size>"`` (:func:`run_label`) from the smallest model up;
+    ``by_seed``: ``{label: {figure: {seed: value}}}``, labels ``"grpo_<size>"`` (:func:`run_label`) from the smallest
+    model up;
     ``early``: ``{"early ACR": {label: {seed: value}}, "final held-out accuracy": {label: {seed: value}}}``.
     """
     labels = list(by_seed)
@@ -198,7 +203,8 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
         values = next(c["values"] for c in size.summary["claims"] if c["claim"] == EARLY_ACR)
         for figure in early:
             early[figure][label] = values[figure]["grpo"]
-    models = {label: {"parameters": size.params, "warm_start_steps": size.warm_start_steps, "comparison": size.out, "tiny_dir": size.tiny,
+    models = {label: {"parameters": size.params, "warm_start_steps": size.warm_start_steps, "comparison": size.out,
+                      "tiny_dir": size.tiny,
                       "start_passk": size.summary["start_passk"],
                       "change_from_start": size.summary["change_from_start"]["grpo"],
                       **{key: size.summary["setup"].get(key) for key in ("command", "runs_s", "cost_per_step_s",

@@ -902,7 +902,8 @@ def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_re
         sizes = json.load(f)["setup"]["models"]
     assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "192",
                            "--warm-start-steps", "400", "--out", "runs/tiny_countdown_h192_ws400"]
-    assert setup["methods"] == ["grpo_0.27M", "grpo_2.4M_ws400"] and (setup["first_seed"], setup["seeds"]) == (394, 8)
+    assert setup["methods"] == ["grpo_0.27M", "grpo_2.4M_ws400"]
+    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     small, matched = setup["models"]["grpo_0.27M"], setup["models"]["grpo_2.4M_ws400"]
     assert commands[1] == shlex.split(matched["command"]) and len(commands) == 3
     assert small == sizes["grpo_0.27M"]  # the 0.27M model's runs are lab-model-scale-394's
