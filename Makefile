@@ -305,18 +305,26 @@ lab-difficulty-%: $(STAMP)
 # GRPO at three model sizes, each on its own build of the task and from its own warm start (000 Sec. 3.4.4, Fig. 3:
 # larger models keep a lower, more stable ACR and end more accurate): make lab-model-scale-394 (seeds 394-401;
 # docs/lab.md, "ACR and accuracy across model sizes (394-401)" and "A third model size"): the hidden-64 and hidden-192
-# builds (0.27M and 2.4M parameters) warm-started here, then one comparison a size, the default build's (1.1M) among
-# them, taken together by benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json. It ran in two
+# builds (0.27M and 2.4M parameters) each warm-started here and then compared, then the default build's (1.1M), all
+# taken together by benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json. It ran in two
 # parts on 2 cores: 63.8 min for hidden 64 and 128 (the build 3.6 min, each size's 8 runs in two lanes 28-32 min),
 # then with LAB_MODEL_SCALE_HIDDEN="64 192" 34.6 min (8 runs, the 16 kept; the hidden-192 build, 9.5 min, made before)
 LAB_MODEL_SCALE_HIDDEN ?= 64 192
 LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
+# one model size of these sets: $(1) its hidden size, $(2) its warm-start steps (empty: the task recipe's 850); its
+# build (kept where it is there) under runs/tiny_countdown_$(lab_model_scale_name), its comparison under
+# runs/lab_model_scale_<first seed>_$(lab_model_scale_name); the blank line before endef lets $(foreach) run it per size
+lab_model_scale_name = h$(1)$(if $(2),_ws$(2))
+define lab_model_scale_size
+$(PY) benchmarks/lab_model_scale.py build --hidden-size $(1) $(if $(2),--warm-start-steps $(2) )--out \
+	runs/tiny_countdown_$(call lab_model_scale_name,$(1),$(2))
+$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
+	--tiny-dir runs/tiny_countdown_$(call lab_model_scale_name,$(1),$(2)) \
+	--out runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(2))
+
+endef
 lab-model-scale-%: $(STAMP)
-	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(PY) benchmarks/lab_model_scale.py build --hidden-size $(h) \
-		--out runs/tiny_countdown_h$(h) && ) true
-	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(PY) -m rlvr_recipes.launch.compare --task countdown \
-		$(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) --tiny-dir runs/tiny_countdown_h$(h) \
-		--out runs/lab_model_scale_$*_h$(h) && ) true
+	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(call lab_model_scale_size,$(h)))
 	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
 		--out runs/lab_model_scale_$*_h128
 	$(PY) benchmarks/lab_model_scale.py combine $(foreach h,$(LAB_MODEL_SCALE_HIDDEN),runs/lab_model_scale_$*_h$(h)) \
@@ -330,13 +338,9 @@ lab-model-scale-%: $(STAMP)
 # 38.9 min on 2 cores when it ran (the build, made before, kept; its 8 runs in two lanes)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
 lab-model-scale-matched-%: $(STAMP)
-	$(PY) benchmarks/lab_model_scale.py build --hidden-size 192 --warm-start-steps $(LAB_MODEL_SCALE_MATCHED_STEPS) \
-		--out runs/tiny_countdown_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS)
-	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
-		--tiny-dir runs/tiny_countdown_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS) \
-		--out runs/lab_model_scale_$*_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS)
+	$(call lab_model_scale_size,192,$(LAB_MODEL_SCALE_MATCHED_STEPS))
 	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-		runs/lab_model_scale_$*_h192_ws$(LAB_MODEL_SCALE_MATCHED_STEPS) \
+		runs/lab_model_scale_$*_$(call lab_model_scale_name,192,$(LAB_MODEL_SCALE_MATCHED_STEPS)) \
 		--json benchmarks/lab_model_scale_$*_matched_summary.json --figure docs/img/lab_model_scale_$*_matched/curves.png
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided

@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rlvr_recipes.launch.compare import (EARLY_ACR, early_acr_claim, finished_runs, load_run,  # noqa: E402
                                          method_colors, paired_claim, _band)
+from rlvr_recipes.tiny_task.build import task_from_settings  # noqa: E402
 
 SOURCE = "000 Sec. 3.4.4, Fig. 3"
 #: the figures by seed each claim reads (``launch.compare``'s summary names, and the one this script adds) and
@@ -183,8 +184,10 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
             raise ValueError(f"{path}: a comparison of {setup.get('methods')}, not of grpo alone")
         tiny = tiny_dir_of(setup)
         with open(os.path.join(tiny, "build.json")) as f:
-            warm_start_steps = json.load(f)["task"]["warm_start_steps"]
-        sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), warm_start_steps, out, tiny, summary,
+            kind, task = task_from_settings(json.load(f))
+        if kind != "countdown":
+            raise ValueError(f"{os.path.join(tiny, 'build.json')}: a build of the {kind} task, not of countdown")
+        sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), task.warm_start_steps, out, tiny, summary,
                               [load_run(spec) for spec in finished_runs(out)["grpo"]]))
     first = sizes[0].summary["setup"]
     for size in sizes[1:]:

@@ -872,13 +872,14 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
     import shlex
 
     _, lines = _make_recipe("lab-model-scale-%", "394")
-    commands = [shlex.split(part) for line in lines for part in line.split("&&") if part.strip() != "true"]
+    commands = [shlex.split(line) for line in lines]
     with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
         setup = json.load(f)["setup"]
-    assert commands[:2] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--out",
-                             f"runs/tiny_countdown_h{hidden}"] for hidden in (64, 192)]
-    # the comparisons run smallest build first, then the default (hidden 128) build; the summary orders by size
-    assert sorted(commands[2:5]) == sorted(shlex.split(model["command"]) for model in setup["models"].values())
+    # each built size is built, then compared; then the default (hidden 128) build; the summary orders by size
+    assert [commands[0], commands[2]] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
+                                           str(hidden), "--out", f"runs/tiny_countdown_h{hidden}"] for hidden in (64, 192)]
+    assert sorted([commands[1], *commands[3:5]]) == sorted(shlex.split(model["command"])
+                                                          for model in setup["models"].values())
     assert commands[5] == shlex.split(setup["command"]) and len(commands) == 6
     assert "--json benchmarks/lab_model_scale_394_summary.json" in setup["command"]
     assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M", "grpo_2.4M"]

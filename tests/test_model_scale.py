@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -99,3 +100,18 @@ def test_combine_names_a_comparison_without_its_summary(tmp_path, capsys):
     (tmp_path / "a").mkdir()
     assert main(["combine", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(tmp_path / "out.json")]) == 2
     assert f"{tmp_path / 'a' / 'summary.json'}: no summary" in capsys.readouterr().err
+
+
+def test_combine_names_a_comparison_on_a_build_of_another_task(tmp_path, capsys):
+    from rlvr_recipes.tiny_task.build import TaskSpec, TinyModelSpec, build_settings
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"setup": {
+            "methods": ["grpo"], "command": f"python -m rlvr_recipes.launch.compare --tiny-dir {tmp_path / 'tiny'}"}}))
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "build.json").write_text(json.dumps(build_settings(TinyModelSpec(), TaskSpec())))
+    assert main(["combine", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(tmp_path / "out.json")]) == 2
+    assert f"{tmp_path / 'tiny' / 'build.json'}: a build of the addition task, not of countdown" \
+        in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
