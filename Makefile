@@ -312,8 +312,8 @@ lab-difficulty-%: $(STAMP)
 LAB_MODEL_SCALE_HIDDEN ?= 64 192
 LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 # one model size of these sets: $(1) its hidden size, $(2) its warm-start steps (empty: the task recipe's 850); its
-# build (kept where it is there) under runs/tiny_countdown_$(lab_model_scale_name), its comparison under
-# runs/lab_model_scale_<first seed>_$(lab_model_scale_name); the blank line before endef lets $(foreach) run it per size
+# build (kept where it is there) under runs/tiny_countdown_h<hidden>[_ws<steps>], its comparison under
+# runs/lab_model_scale_<first seed>_h<hidden>[_ws<steps>]; the blank line before endef lets $(foreach) run it per size
 lab_model_scale_name = h$(1)$(if $(2),_ws$(2))
 define lab_model_scale_size
 $(PY) benchmarks/lab_model_scale.py build --hidden-size $(1) $(if $(2),--warm-start-steps $(2) )--out \
@@ -337,11 +337,25 @@ lab-model-scale-%: $(STAMP)
 # hidden-64 comparison of lab-model-scale-394 (run first) into benchmarks/lab_model_scale_$*_matched_summary.json:
 # 38.9 min on 2 cores when it ran (the build, made before, kept; its 8 runs in two lanes)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
+# the comparison of hidden size $(1) from the matched warm start
+lab_model_scale_matched = runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS))
 lab-model-scale-matched-%: $(STAMP)
 	$(call lab_model_scale_size,192,$(LAB_MODEL_SCALE_MATCHED_STEPS))
 	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-		runs/lab_model_scale_$*_$(call lab_model_scale_name,192,$(LAB_MODEL_SCALE_MATCHED_STEPS)) \
+		$(call lab_model_scale_matched,192) \
 		--json benchmarks/lab_model_scale_$*_matched_summary.json --figure docs/img/lab_model_scale_$*_matched/curves.png
+
+# The three sizes each from a warm start that leaves it where the 0.27M model starts (docs/lab.md, "The three sizes
+# from matched starts"): hidden 128 (1.1M) stopped at 400 warm-start steps too (pass@1 0.336, pass@64 0.910, expected
+# ACR 0.262; 500 steps gave pass@1 0.395), built and compared, then taken together with the hidden-64 runs of
+# lab-model-scale-394 and the hidden-192 runs of lab-model-scale-matched-394 (both run first: kept) into
+# benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one
+LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
+lab-model-scale-matched3-%: $(STAMP)
+	$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
+	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
+		$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_matched,$(h))) \
+		--json benchmarks/lab_model_scale_$*_matched3_summary.json --figure docs/img/lab_model_scale_$*_matched3/curves.png
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
