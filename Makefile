@@ -349,7 +349,8 @@ lab-model-scale-matched-%: $(STAMP)
 # from matched starts"): hidden 128 (1.1M) stopped at 400 warm-start steps too (pass@1 0.336, pass@64 0.910, expected
 # ACR 0.262; 500 steps gave pass@1 0.395), built and compared, then taken together with the hidden-64 runs of
 # lab-model-scale-394 and the hidden-192 runs of lab-model-scale-matched-394 (both run first: kept) into
-# benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one
+# benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one: 26.7 min on 2 cores
+# when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept)
 LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
@@ -582,7 +583,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
 	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
 	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
-	benchmarks/lab_model_scale_394_matched_summary.json
+	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

@@ -913,6 +913,37 @@ def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_re
     assert "--json benchmarks/lab_model_scale_394_matched_summary.json" in setup["command"]
 
 
+def test_make_lab_model_scale_matched3_runs_the_commands_its_committed_summary_records():
+    """`make lab-model-scale-matched3-394` (docs/lab.md, "The three sizes from matched starts") builds the hidden-128
+    and hidden-192 tasks with a 400-step warm start and runs their comparisons (the hidden-192 one is
+    `make lab-model-scale-matched-394`'s), then takes them together with the hidden-64 comparison of
+    `make lab-model-scale-394`, each with the command the committed summary records."""
+    import shlex
+
+    _, lines = _make_recipe("lab-model-scale-matched3-%", "394")
+    commands = [shlex.split(line) for line in lines]
+    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched3_summary.json")) as f:
+        setup = json.load(f)["setup"]
+    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
+        sizes = json.load(f)["setup"]["models"]
+    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched_summary.json")) as f:
+        matched = json.load(f)["setup"]["models"]
+    assert [commands[0], commands[2]] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
+                                           str(hidden), "--warm-start-steps", "400", "--out",
+                                           f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192)]
+    assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M_ws400", "grpo_2.4M_ws400"]
+    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
+    models = setup["models"]
+    assert [commands[1], commands[3]] == [shlex.split(models[label]["command"])
+                                          for label in ("grpo_1.1M_ws400", "grpo_2.4M_ws400")]
+    assert models["grpo_0.27M"] == sizes["grpo_0.27M"]  # lab-model-scale-394's runs
+    assert models["grpo_2.4M_ws400"] == matched["grpo_2.4M_ws400"]  # lab-model-scale-matched-394's runs
+    assert (models["grpo_1.1M_ws400"]["tiny_dir"], models["grpo_1.1M_ws400"]["warm_start_steps"]) \
+        == ("runs/tiny_countdown_h128_ws400", 400)
+    assert commands[4] == shlex.split(setup["command"]) and len(commands) == 5
+    assert "--json benchmarks/lab_model_scale_394_matched3_summary.json" in setup["command"]
+
+
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
     """The group-size comparisons that ran with other methods or seeds (docs/lab.md gives each as `make
     lab-group-size-N LAB_GROUP_SIZE_MORE_ARGS="..."`): the pattern rule with those arguments runs the command the
