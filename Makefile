@@ -334,25 +334,31 @@ lab-model-scale-%: $(STAMP)
 # The same seeds with the hidden-192 model (2.4M parameters) warm-started for 400 steps, where it starts as the hidden-64
 # model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model from a
 # shorter warm start"): make lab-model-scale-matched-394 builds it, runs its 8 runs and takes them together with the
-# hidden-64 comparison of lab-model-scale-394 (run first) into benchmarks/lab_model_scale_$*_matched_summary.json:
-# 38.9 min on 2 cores when it ran (the build, made before, kept; its 8 runs in two lanes)
+# hidden-64 comparison (lab-model-scale-394's, kept where it ran first) into
+# benchmarks/lab_model_scale_$*_matched_summary.json: 38.9 min on 2 cores when it ran (the build, made before, kept;
+# its 8 runs in two lanes; the hidden-64 comparison kept). LAB_MODEL_SCALE_MATCHED_SIZE=128 sets the 1.1M model (400
+# steps) against the 0.27M instead: make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128 (seeds 402-409,
+# docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)")
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
 # the comparison of hidden size $(1) from the matched warm start
 lab_model_scale_matched = runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS))
+LAB_MODEL_SCALE_MATCHED_SIZE ?= 192
 lab-model-scale-matched-%: $(STAMP)
-	$(call lab_model_scale_size,192,$(LAB_MODEL_SCALE_MATCHED_STEPS))
+	$(call lab_model_scale_size,64)
+	$(call lab_model_scale_size,$(LAB_MODEL_SCALE_MATCHED_SIZE),$(LAB_MODEL_SCALE_MATCHED_STEPS))
 	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-		$(call lab_model_scale_matched,192) \
+		$(call lab_model_scale_matched,$(LAB_MODEL_SCALE_MATCHED_SIZE)) \
 		--json benchmarks/lab_model_scale_$*_matched_summary.json --figure docs/img/lab_model_scale_$*_matched/curves.png
 
 # The three sizes each from a warm start that leaves it where the 0.27M model starts (docs/lab.md, "The three sizes
 # from matched starts"): hidden 128 (1.1M) stopped at 400 warm-start steps too (pass@1 0.336, pass@64 0.910, expected
-# ACR 0.262; 500 steps gave pass@1 0.395), built and compared, then taken together with the hidden-64 runs of
-# lab-model-scale-394 and the hidden-192 runs of lab-model-scale-matched-394 (both run first: kept) into
-# benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one: 26.7 min on 2 cores
-# when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept)
+# ACR 0.262; 500 steps gave pass@1 0.395), built and compared, then taken together with the hidden-64 runs and the
+# hidden-192 (400 steps) runs (those of lab-model-scale-394 and lab-model-scale-matched-394, kept where they ran first)
+# into benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one: 26.7 min on 2
+# cores when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept)
 LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
+	$(call lab_model_scale_size,64)
 	$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
 	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
 		$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_matched,$(h))) \

@@ -901,15 +901,17 @@ def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_re
         setup = json.load(f)["setup"]
     with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
         sizes = json.load(f)["setup"]["models"]
-    assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "192",
+    assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
+                           "runs/tiny_countdown_h64"]
+    assert commands[2] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "192",
                            "--warm-start-steps", "400", "--out", "runs/tiny_countdown_h192_ws400"]
     assert setup["methods"] == ["grpo_0.27M", "grpo_2.4M_ws400"]
     assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     small, matched = setup["models"]["grpo_0.27M"], setup["models"]["grpo_2.4M_ws400"]
-    assert commands[1] == shlex.split(matched["command"]) and len(commands) == 3
+    assert [commands[1], commands[3]] == [shlex.split(small["command"]), shlex.split(matched["command"])]
     assert small == sizes["grpo_0.27M"]  # the 0.27M model's runs are lab-model-scale-394's
     assert (matched["tiny_dir"], matched["warm_start_steps"]) == ("runs/tiny_countdown_h192_ws400", 400)
-    assert commands[2] == shlex.split(setup["command"])
+    assert commands[4] == shlex.split(setup["command"]) and len(commands) == 5
     assert "--json benchmarks/lab_model_scale_394_matched_summary.json" in setup["command"]
 
 
@@ -928,19 +930,19 @@ def test_make_lab_model_scale_matched3_runs_the_commands_its_committed_summary_r
         sizes = json.load(f)["setup"]["models"]
     with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched_summary.json")) as f:
         matched = json.load(f)["setup"]["models"]
-    assert [commands[0], commands[2]] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
-                                           str(hidden), "--warm-start-steps", "400", "--out",
-                                           f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192)]
+    assert [commands[0], commands[2], commands[4]] == [
+        ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out", "runs/tiny_countdown_h64"],
+        *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps", "400",
+           "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192))]
     assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M_ws400", "grpo_2.4M_ws400"]
     assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     models = setup["models"]
-    assert [commands[1], commands[3]] == [shlex.split(models[label]["command"])
-                                          for label in ("grpo_1.1M_ws400", "grpo_2.4M_ws400")]
+    assert [commands[1], commands[3], commands[5]] == [shlex.split(models[label]["command"]) for label in setup["methods"]]
     assert models["grpo_0.27M"] == sizes["grpo_0.27M"]  # lab-model-scale-394's runs
     assert models["grpo_2.4M_ws400"] == matched["grpo_2.4M_ws400"]  # lab-model-scale-matched-394's runs
     assert (models["grpo_1.1M_ws400"]["tiny_dir"], models["grpo_1.1M_ws400"]["warm_start_steps"]) \
         == ("runs/tiny_countdown_h128_ws400", 400)
-    assert commands[4] == shlex.split(setup["command"]) and len(commands) == 5
+    assert commands[6] == shlex.split(setup["command"]) and len(commands) == 7
     assert "--json benchmarks/lab_model_scale_394_matched3_summary.json" in setup["command"]
 
 
