@@ -338,7 +338,8 @@ lab-model-scale-%: $(STAMP)
 # benchmarks/lab_model_scale_$*_matched_summary.json: 38.9 min on 2 cores when it ran (the build, made before, kept;
 # its 8 runs in two lanes; the hidden-64 comparison kept). LAB_MODEL_SCALE_MATCHED_SIZE=128 sets the 1.1M model (400
 # steps) against the 0.27M instead: make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128 (seeds 402-409,
-# docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)")
+# docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"): 49.2 min on 2 cores
+# when it ran (both builds made before; the 0.27M model's 8 runs 246-268 s each, the 1.1M model's 295-334 s)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
 # the comparison of hidden size $(1) from the matched warm start
 lab_model_scale_matched = runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS))
@@ -589,7 +590,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_agrae_drgrpo_361_summary.json benchmarks/lab_target_373_summary.json \
 	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
 	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
-	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json
+	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json \
+	benchmarks/lab_model_scale_402_matched_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

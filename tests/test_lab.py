@@ -889,30 +889,39 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
                                                                           "runs/tiny_countdown_h192"]
 
 
-def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_records():
-    """`make lab-model-scale-matched-394` (docs/lab.md, "The 2.4M model from a shorter warm start") builds the hidden-192
-    task with a 400-step warm start, runs its comparison, and takes it together with the hidden-64 comparison of
-    `make lab-model-scale-394`, each with the command the committed summary records."""
+@pytest.mark.parametrize("stem, given, hidden, label", [
+    ("394", {}, 192, "grpo_2.4M_ws400"),
+    ("402", {"LAB_MODEL_SCALE_MATCHED_SIZE": "128"}, 128, "grpo_1.1M_ws400"),
+])
+def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_records(stem, given, hidden, label):
+    """`make lab-model-scale-matched-394` (docs/lab.md, "The 2.4M model from a shorter warm start") runs the hidden-64
+    comparison (`make lab-model-scale-394`'s, kept), builds the hidden-192 task with a 400-step warm start, runs its
+    comparison, and takes the two together, each with the command the committed summary records; `make
+    lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128` ("The 1.1M model from 400 steps against the 0.27M on
+    eight new seeds (402-409)"), as docs/lab.md gives it, does the same with hidden 128 on seeds 402-409."""
     import shlex
 
-    _, lines = _make_recipe("lab-model-scale-matched-%", "394")
+    _, lines = _make_recipe("lab-model-scale-matched-%", stem, given)
     commands = [shlex.split(line) for line in lines]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched_summary.json")) as f:
+    with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_matched_summary.json")) as f:
         setup = json.load(f)["setup"]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
-        sizes = json.load(f)["setup"]["models"]
     assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
                            "runs/tiny_countdown_h64"]
-    assert commands[2] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "192",
-                           "--warm-start-steps", "400", "--out", "runs/tiny_countdown_h192_ws400"]
-    assert setup["methods"] == ["grpo_0.27M", "grpo_2.4M_ws400"]
-    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
-    small, matched = setup["models"]["grpo_0.27M"], setup["models"]["grpo_2.4M_ws400"]
+    assert commands[2] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden),
+                           "--warm-start-steps", "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"]
+    assert setup["methods"] == ["grpo_0.27M", label]
+    assert (setup["first_seed"], setup["seeds"]) == (int(stem), 8)
+    small, matched = setup["models"]["grpo_0.27M"], setup["models"][label]
     assert [commands[1], commands[3]] == [shlex.split(small["command"]), shlex.split(matched["command"])]
-    assert small == sizes["grpo_0.27M"]  # the 0.27M model's runs are lab-model-scale-394's
-    assert (matched["tiny_dir"], matched["warm_start_steps"]) == ("runs/tiny_countdown_h192_ws400", 400)
+    assert (matched["tiny_dir"], matched["warm_start_steps"]) == (f"runs/tiny_countdown_h{hidden}_ws400", 400)
     assert commands[4] == shlex.split(setup["command"]) and len(commands) == 5
-    assert "--json benchmarks/lab_model_scale_394_matched_summary.json" in setup["command"]
+    assert f"--json benchmarks/lab_model_scale_{stem}_matched_summary.json" in setup["command"]
+    if stem == "394":
+        with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
+            assert small == json.load(f)["setup"]["models"]["grpo_0.27M"]  # lab-model-scale-394's runs
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        assert " ".join(["make", f"lab-model-scale-matched-{stem}", *(f"{k}={v}" for k, v in given.items())]) \
+            in f.read()
 
 
 def test_make_lab_model_scale_matched3_runs_the_commands_its_committed_summary_records():
