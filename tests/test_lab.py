@@ -877,7 +877,8 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
         setup = json.load(f)["setup"]
     # each built size is built, then compared; then the default (hidden 128) build; the summary orders by size
     assert [commands[0], commands[2]] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
-                                           str(hidden), "--out", f"runs/tiny_countdown_h{hidden}"] for hidden in (64, 192)]
+                                           str(hidden), "--out", f"runs/tiny_countdown_h{hidden}"]
+                                          for hidden in (64, 192)]
     assert sorted([commands[1], *commands[3:5]]) == sorted(shlex.split(model["command"])
                                                           for model in setup["models"].values())
     assert commands[5] == shlex.split(setup["command"]) and len(commands) == 6
@@ -941,12 +942,13 @@ def test_make_lab_model_scale_matched3_runs_the_commands_its_committed_summary_r
         matched = json.load(f)["setup"]["models"]
     assert [commands[0], commands[2], commands[4]] == [
         ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out", "runs/tiny_countdown_h64"],
-        *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps", "400",
-           "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192))]
+        *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps",
+           "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192))]
     assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M_ws400", "grpo_2.4M_ws400"]
     assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     models = setup["models"]
-    assert [commands[1], commands[3], commands[5]] == [shlex.split(models[label]["command"]) for label in setup["methods"]]
+    assert [commands[1], commands[3], commands[5]] == [shlex.split(models[label]["command"])
+                                                       for label in setup["methods"]]
     assert models["grpo_0.27M"] == sizes["grpo_0.27M"]  # lab-model-scale-394's runs
     assert models["grpo_2.4M_ws400"] == matched["grpo_2.4M_ws400"]  # lab-model-scale-matched-394's runs
     assert (models["grpo_1.1M_ws400"]["tiny_dir"], models["grpo_1.1M_ws400"]["warm_start_steps"]) \
