@@ -343,13 +343,18 @@ lab-model-scale-%: $(STAMP)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
 # the comparison of hidden size $(1) from the matched warm start
 lab_model_scale_matched = runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS))
+# the hidden-64 model's comparison, then those of hidden sizes $(1) from the matched warm start, all taken together
+# into benchmarks/lab_model_scale_<first seed>_$(2)_summary.json and its curves figure
+define lab_model_scale_matched_set
+$(call lab_model_scale_size,64)
+$(foreach h,$(1),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
+$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
+	$(foreach h,$(1),$(call lab_model_scale_matched,$(h))) \
+	--json benchmarks/lab_model_scale_$*_$(2)_summary.json --figure docs/img/lab_model_scale_$*_$(2)/curves.png
+endef
 LAB_MODEL_SCALE_MATCHED_SIZE ?= 192
 lab-model-scale-matched-%: $(STAMP)
-	$(call lab_model_scale_size,64)
-	$(call lab_model_scale_size,$(LAB_MODEL_SCALE_MATCHED_SIZE),$(LAB_MODEL_SCALE_MATCHED_STEPS))
-	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-		$(call lab_model_scale_matched,$(LAB_MODEL_SCALE_MATCHED_SIZE)) \
-		--json benchmarks/lab_model_scale_$*_matched_summary.json --figure docs/img/lab_model_scale_$*_matched/curves.png
+	$(call lab_model_scale_matched_set,$(LAB_MODEL_SCALE_MATCHED_SIZE),matched)
 
 # The three sizes each from a warm start that leaves it where the 0.27M model starts (docs/lab.md, "The three sizes
 # from matched starts"): hidden 128 (1.1M) stopped at 400 warm-start steps too (pass@1 0.336, pass@64 0.910, expected
@@ -359,11 +364,7 @@ lab-model-scale-matched-%: $(STAMP)
 # cores when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept)
 LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
-	$(call lab_model_scale_size,64)
-	$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
-	$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-		$(foreach h,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),$(call lab_model_scale_matched,$(h))) \
-		--json benchmarks/lab_model_scale_$*_matched3_summary.json --figure docs/img/lab_model_scale_$*_matched3/curves.png
+	$(call lab_model_scale_matched_set,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),matched3)
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
