@@ -327,7 +327,8 @@ lab-model-scale-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(call lab_model_scale_size,$(h)))
 	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
 		--out runs/lab_model_scale_$*_h128
-	$(PY) benchmarks/lab_model_scale.py combine $(foreach h,$(LAB_MODEL_SCALE_HIDDEN),runs/lab_model_scale_$*_h$(h)) \
+	$(PY) benchmarks/lab_model_scale.py combine \
+		$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),runs/lab_model_scale_$*_$(call lab_model_scale_name,$(h))) \
 		runs/lab_model_scale_$*_h128 --json benchmarks/lab_model_scale_$*_summary.json \
 		--figure docs/img/lab_model_scale_$*/curves.png
 
