@@ -115,3 +115,93 @@ def test_combine_names_a_comparison_on_a_build_of_another_task(tmp_path, capsys)
     assert f"{tmp_path / 'tiny' / 'build.json'}: a build of the addition task, not of countdown" \
         in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+def _made_up_comparison(tmp_path, name: str, steps: int, acr: tuple, acc: tuple, early: tuple, seeds: int = 3):
+    """A comparison folder of GRPO alone as ``launch.compare`` leaves it, as far as ``combine`` reads it: its
+    ``summary.json`` (figures by seed, the early-ACR claim's values, table, pass@k at the start and its change) on a
+    countdown build warm-started for ``steps`` steps. Its runs are made up in :func:`_made_up_runs`."""
+    from rlvr_recipes.tiny_task.build import TinyModelSpec, build_settings
+    from rlvr_recipes.tiny_task.countdown import CountdownSpec
+
+    tiny, out = tmp_path / f"tiny_{name}", tmp_path / name
+    tiny.mkdir()
+    out.mkdir()
+    (tiny / "build.json").write_text(json.dumps(build_settings(TinyModelSpec(), CountdownSpec(
+        warm_start_steps=steps))))
+    by_seed = {str(s): dict(zip(("acr", "acc", "early"), values))
+               for s, values in enumerate(zip(acr, acc, early))}
+    (out / "summary.json").write_text(json.dumps({
+        "setup": {"task": "countdown", "seeds": seeds, "first_seed": 0, "steps": 4, "passk_samples": 8,
+                  "methods": ["grpo"], "machine": "made up", "runs_s": [1.0], "median_step_s": 0.5,
+                  "command": f"python -m rlvr_recipes.launch.compare --methods grpo --tiny-dir {tiny} --out {out}"},
+        "table": {"grpo": {"ACR (mean)": [sum(acr) / seeds, 0.0]}},
+        "figures_by_seed": {"grpo": {"ACR (mean)": {s: v["acr"] for s, v in by_seed.items()},
+                                     "held-out acc, end": {s: v["acc"] for s, v in by_seed.items()}}},
+        "claims": [{"claim": EARLY_ACR, "values": {
+            "early ACR": {"grpo": {s: v["early"] for s, v in by_seed.items()}},
+            "final held-out accuracy": {"grpo": {s: v["acc"] for s, v in by_seed.items()}}}}],
+        "start_passk": {"1": [0.3, 0.0]}, "change_from_start": {"grpo": {"pass@1": {"mean": 0.1}}},
+        "paired_by_seed": True}))
+    return str(out)
+
+
+def test_combine_takes_made_up_comparisons_together_smallest_model_first(tmp_path, monkeypatch):
+    """``combine`` end to end on three made-up comparisons given largest first: it orders them by parameters, then by
+    warm-start steps (the same size from two warm starts is two models, the shorter warm start first), names each by
+    :func:`run_label`, adds each run's ACR std over its steps (population std of its curve: steps 0.2, 0.4 give 0.1),
+    pairs each model with the next one below it, and takes every run into the early-ACR claim. ACR, the 850-step
+    model minus the 400-step one: +0.04, +0.06, +0.05, mean 0.05, sd 0.01, t = 8.66 on 2 df, p 0.013, against the
+    claim: did not hold. Accuracy, the 1.1M model minus the 0.27M (850 steps): +0.1, 0, +0.1, t = 2.0: cannot be
+    judged."""
+    import benchmarks.lab_model_scale as lab_model_scale
+
+    big = _made_up_comparison(tmp_path, "big", 400, (0.5, 0.6, 0.7), (0.6, 0.6, 0.7), (0.2, 0.3, 0.4))
+    small = _made_up_comparison(tmp_path, "small", 850, (0.6, 0.7, 0.8), (0.5, 0.6, 0.6), (0.3, 0.4, 0.5))
+    small_ws = _made_up_comparison(tmp_path, "small_ws", 400, (0.56, 0.64, 0.75), (0.5, 0.5, 0.6), (0.1, 0.2, 0.3))
+    params = {str(tmp_path / "tiny_big" / "model"): 1_062_528, str(tmp_path / "tiny_small" / "model"): 269_120,
+              str(tmp_path / "tiny_small_ws" / "model"): 269_120}
+    monkeypatch.setattr(lab_model_scale, "parameter_count", lambda model_dir: params[model_dir])
+    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {"grpo": [(out, seed) for seed in range(3)]})
+    monkeypatch.setattr(lab_model_scale, "load_run", lambda spec: {
+        "seed": spec[1], "curves": {"acr/acr": {"1": 0.2 + 0.1 * spec[1], "2": 0.4 + 0.3 * spec[1]}}})
+    combined, runs = lab_model_scale.combine([big, small, small_ws], "python combine ...")
+    labels = ["grpo_0.27M_ws400", "grpo_0.27M", "grpo_1.1M_ws400"]
+    assert combined["setup"]["methods"] == labels and list(runs) == labels
+    models = combined["setup"]["models"]
+    assert [(models[label]["comparison"], models[label]["parameters"], models[label]["warm_start_steps"])
+            for label in labels] == [(small_ws, 269_120, 400), (small, 269_120, 850), (big, 1_062_528, 400)]
+    assert models["grpo_1.1M_ws400"]["tiny_dir"] == str(tmp_path / "tiny_big")
+    assert combined["setup"]["command"] == "python combine ..." and combined["setup"]["seeds"] == 3
+    # each run's ACR std over its two steps: half the gap between them, 0.1 + 0.1 * seed
+    assert combined["figures_by_seed"]["grpo_0.27M"]["ACR std over steps"] == pytest.approx(
+        {"0": 0.1, "1": 0.2, "2": 0.3})
+    claims = {c["claim"]: c for c in combined["claims"]}
+    assert len(claims) == 7 and list(claims)[-1] == EARLY_ACR
+    acr = claims["GRPO on the 0.27M-parameter model has lower ACR than on the 0.27M-parameter model (400 warm-start "
+                 "steps)"]
+    assert acr["values"]["difference by seed"] == pytest.approx({"0": 0.04, "1": 0.06, "2": 0.05})
+    assert acr["verdict"] == "did not hold" and f"p = {2 * stats.t.sf(0.05 / (0.01 / 3 ** 0.5), 2):.3g}" \
+        in acr["evidence"]
+    acc = claims["GRPO on the 1.1M-parameter model (400 warm-start steps) ends with higher held-out accuracy than "
+                 "on the 0.27M-parameter model"]
+    assert acc["values"]["difference by seed"] == pytest.approx({"0": 0.1, "1": 0.0, "2": 0.1})
+    assert acc["verdict"] == "cannot be judged"
+    assert "over 9 runs" in claims[EARLY_ACR]["evidence"]
+    assert combined["table"]["grpo_0.27M"] == {"ACR (mean)": [pytest.approx(0.7), 0.0]}
+
+
+def test_combine_names_a_comparison_of_other_seeds_and_two_of_one_model(tmp_path, monkeypatch):
+    import benchmarks.lab_model_scale as lab_model_scale
+
+    monkeypatch.setattr(lab_model_scale, "parameter_count", lambda model_dir: 269_120)
+    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {"grpo": []})
+    a = _made_up_comparison(tmp_path, "a", 850, (0.5,) * 3, (0.5,) * 3, (0.5,) * 3)
+    b = _made_up_comparison(tmp_path, "b", 850, (0.5,) * 3, (0.5,) * 3, (0.5,) * 3)
+    with pytest.raises(ValueError, match="two comparisons of one model size and warm start: "):
+        lab_model_scale.combine([a, b], "c")
+    summary = json.loads(open(os.path.join(b, "summary.json")).read())
+    summary["setup"]["first_seed"] = 8
+    open(os.path.join(b, "summary.json"), "w").write(json.dumps(summary))
+    with pytest.raises(ValueError, match=f"{b}: first_seed 8, where {a} has 0"):
+        lab_model_scale.combine([a, b], "c")
