@@ -362,7 +362,10 @@ lab-model-scale-matched-%: $(STAMP)
 # ACR 0.262; 500 steps gave pass@1 0.395), built and compared, then taken together with the hidden-64 runs and the
 # hidden-192 (400 steps) runs (those of lab-model-scale-394 and lab-model-scale-matched-394, kept where they ran first)
 # into benchmarks/lab_model_scale_$*_matched3_summary.json, each model against the next smaller one: 26.7 min on 2
-# cores when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept)
+# cores when it ran (the build made before; its 8 runs in two lanes, 270-308 s each; the other two comparisons kept).
+# make lab-model-scale-matched3-402 (seeds 402-409; "The three sizes from matched starts on the new seeds (402-409)")
+# adds the hidden-192 (400 steps) runs to the two comparisons of lab-model-scale-matched-402: 36.6 min (the build made
+# before; the pass@k at the start 7.1 min, the 8 runs 325-344 s each in two lanes)
 LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
 	$(call lab_model_scale_matched_set,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),matched3)
@@ -593,7 +596,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_difficulty_376_summary.json benchmarks/lab_difficulty_382_summary.json \
 	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
 	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json \
-	benchmarks/lab_model_scale_402_matched_summary.json
+	benchmarks/lab_model_scale_402_matched_summary.json benchmarks/lab_model_scale_402_matched3_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

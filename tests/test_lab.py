@@ -890,71 +890,65 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
                                                                           "runs/tiny_countdown_h192"]
 
 
-@pytest.mark.parametrize("stem, given, hidden, label", [
-    ("394", {}, 192, "grpo_2.4M_ws400"),
-    ("402", {"LAB_MODEL_SCALE_MATCHED_SIZE": "128"}, 128, "grpo_1.1M_ws400"),
+MATCHED_LABELS = {128: "grpo_1.1M_ws400", 192: "grpo_2.4M_ws400"}
+
+
+@pytest.mark.parametrize("target, stem, given, hiddens, name", [
+    ("lab-model-scale-matched-%", "394", {}, (192,), "matched"),
+    ("lab-model-scale-matched-%", "402", {"LAB_MODEL_SCALE_MATCHED_SIZE": "128"}, (128,), "matched"),
+    ("lab-model-scale-matched3-%", "394", {}, (128, 192), "matched3"),
+    ("lab-model-scale-matched3-%", "402", {}, (128, 192), "matched3"),
 ])
-def test_make_lab_model_scale_matched_runs_the_commands_its_committed_summary_records(stem, given, hidden, label):
-    """`make lab-model-scale-matched-394` (docs/lab.md, "The 2.4M model from a shorter warm start") runs the hidden-64
-    comparison (`make lab-model-scale-394`'s, kept), builds the hidden-192 task with a 400-step warm start, runs its
-    comparison, and takes the two together, each with the command the committed summary records; `make
-    lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128` ("The 1.1M model from 400 steps against the 0.27M on
-    eight new seeds (402-409)"), as docs/lab.md gives it, does the same with hidden 128 on seeds 402-409."""
+def test_make_lab_model_scale_matched_sets_run_the_commands_their_committed_summaries_record(target, stem, given,
+                                                                                            hiddens, name):
+    """The model-scale sets from matched starts, as docs/lab.md gives each: `make lab-model-scale-matched-394` ("The
+    2.4M model from a shorter warm start"), `make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128` ("The
+    1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"), `make lab-model-scale-matched3-394`
+    ("The three sizes from matched starts") and `make lab-model-scale-matched3-402` ("The three sizes from matched
+    starts on the new seeds (402-409)"). Each builds the hidden-64 task, then each larger size's with a 400-step warm
+    start, runs one comparison a size after its build, and takes them together, each with the command its committed
+    summary records, into the summary's path."""
     import shlex
 
-    _, lines = _make_recipe("lab-model-scale-matched-%", stem, given)
+    _, lines = _make_recipe(target, stem, given)
     commands = [shlex.split(line) for line in lines]
-    with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_matched_summary.json")) as f:
+    with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
-    assert commands[0] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
-                           "runs/tiny_countdown_h64"]
-    assert commands[2] == ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden),
-                           "--warm-start-steps", "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"]
-    assert setup["methods"] == ["grpo_0.27M", label]
+    builds = [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
+               "runs/tiny_countdown_h64"],
+              *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps",
+                 "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in hiddens)]
+    assert setup["methods"] == ["grpo_0.27M", *(MATCHED_LABELS[hidden] for hidden in hiddens)]
     assert (setup["first_seed"], setup["seeds"]) == (int(stem), 8)
-    small, matched = setup["models"]["grpo_0.27M"], setup["models"][label]
-    assert [commands[1], commands[3]] == [shlex.split(small["command"]), shlex.split(matched["command"])]
-    assert (matched["tiny_dir"], matched["warm_start_steps"]) == (f"runs/tiny_countdown_h{hidden}_ws400", 400)
-    assert commands[4] == shlex.split(setup["command"]) and len(commands) == 5
-    assert f"--json benchmarks/lab_model_scale_{stem}_matched_summary.json" in setup["command"]
-    if stem == "394":
-        with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
-            assert small == json.load(f)["setup"]["models"]["grpo_0.27M"]  # lab-model-scale-394's runs
-    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert " ".join(["make", f"lab-model-scale-matched-{stem}", *(f"{k}={v}" for k, v in given.items())]) \
-            in f.read()
-
-
-def test_make_lab_model_scale_matched3_runs_the_commands_its_committed_summary_records():
-    """`make lab-model-scale-matched3-394` (docs/lab.md, "The three sizes from matched starts") builds the hidden-128
-    and hidden-192 tasks with a 400-step warm start and runs their comparisons (the hidden-192 one is
-    `make lab-model-scale-matched-394`'s), then takes them together with the hidden-64 comparison of
-    `make lab-model-scale-394`, each with the command the committed summary records."""
-    import shlex
-
-    _, lines = _make_recipe("lab-model-scale-matched3-%", "394")
-    commands = [shlex.split(line) for line in lines]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched3_summary.json")) as f:
-        setup = json.load(f)["setup"]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
-        sizes = json.load(f)["setup"]["models"]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_matched_summary.json")) as f:
-        matched = json.load(f)["setup"]["models"]
-    assert [commands[0], commands[2], commands[4]] == [
-        ["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out", "runs/tiny_countdown_h64"],
-        *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps",
-           "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in (128, 192))]
-    assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M_ws400", "grpo_2.4M_ws400"]
-    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
     models = setup["models"]
-    assert [commands[1], commands[3], commands[5]] == [shlex.split(models[label]["command"])
-                                                       for label in setup["methods"]]
-    assert models["grpo_0.27M"] == sizes["grpo_0.27M"]  # lab-model-scale-394's runs
-    assert models["grpo_2.4M_ws400"] == matched["grpo_2.4M_ws400"]  # lab-model-scale-matched-394's runs
-    assert (models["grpo_1.1M_ws400"]["tiny_dir"], models["grpo_1.1M_ws400"]["warm_start_steps"]) \
-        == ("runs/tiny_countdown_h128_ws400", 400)
-    assert commands[6] == shlex.split(setup["command"]) and len(commands) == 7
-    assert "--json benchmarks/lab_model_scale_394_matched3_summary.json" in setup["command"]
+    assert commands[0:-1:2] == builds
+    assert commands[1:-1:2] == [shlex.split(models[label]["command"]) for label in setup["methods"]]
+    assert commands[-1] == shlex.split(setup["command"]) and len(commands) == 2 * len(builds) + 1
+    assert f"--json benchmarks/lab_model_scale_{stem}_{name}_summary.json" in setup["command"]
+    assert [(models[MATCHED_LABELS[hidden]]["tiny_dir"], models[MATCHED_LABELS[hidden]]["warm_start_steps"])
+            for hidden in hiddens] == [(f"runs/tiny_countdown_h{hidden}_ws400", 400) for hidden in hiddens]
+    with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+        assert " ".join(["make", target.replace("%", stem), *(f"{k}={v}" for k, v in given.items())]) in f.read()
+
+
+@pytest.mark.parametrize("stem", ["394", "402"])
+def test_model_scale_summaries_of_one_seed_set_share_the_runs_of_each_model(stem):
+    """The model-scale rules keep each size's comparison where it ran first (`launch.compare` resumes it), so every
+    committed summary of one seed set that holds a model holds the same runs of it: the same record, command and
+    figures (e.g. the 0.27M model's runs of `make lab-model-scale-394` in the matched sets of 394-401)."""
+    import glob
+
+    models: dict[str, list[tuple[str, dict]]] = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}*_summary.json"))):
+        with open(path) as f:
+            for label, model in json.load(f)["setup"]["models"].items():
+                models.setdefault(label, []).append((os.path.basename(path), model))
+    shared = {label: held for label, held in models.items() if len(held) > 1}
+    assert shared, f"no model of seeds {stem} is in two summaries"
+    for label, held in shared.items():
+        first_name, first = held[0]
+        for name, model in held[1:]:
+            assert model == first, (label, first_name, name)
 
 
 def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summaries():
