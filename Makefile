@@ -370,6 +370,19 @@ LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
 	$(call lab_model_scale_matched_set,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),matched3)
 
+# Every size from the same warm-start length, LAB_MODEL_SCALE_MATCHED_STEPS (400), so that each size has a second
+# warm start and the three a series matched in warm-start steps rather than in where they start (docs/lab.md, "The
+# three sizes from the same warm-start length (402-409)"): hidden 64 stopped at 400 steps too, built and compared, then
+# taken together with the hidden-128 and hidden-192 (400 steps) comparisons (lab-model-scale-matched3-%'s, kept where
+# they ran first) into benchmarks/lab_model_scale_$*_same_steps_summary.json, each model against the next smaller one
+LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
+lab-model-scale-same-steps-%: $(STAMP)
+	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
+	$(PY) benchmarks/lab_model_scale.py combine \
+		$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_matched,$(h))) \
+		--json benchmarks/lab_model_scale_$*_same_steps_summary.json \
+		--figure docs/img/lab_model_scale_$*_same_steps/curves.png
+
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
 LAB_EXPLORATION_METHODS ?= grpo,grpo_n,agrae
