@@ -27,7 +27,9 @@ steps would cost more again.
 (``make lab-model-scale-394`` runs all of it.) ``build --warm-start-steps N`` stops the warm start at step N (it runs
 at a constant learning rate, so the same run stopped earlier): ``make lab-model-scale-matched-394`` builds hidden 192
 at 400 steps, where it starts as the hidden-64 model does, and takes its comparison together with hidden 64's;
-``make lab-model-scale-matched3-394`` adds hidden 128 at 400 steps, so that the three sizes start alike.
+``make lab-model-scale-matched3-394`` adds hidden 128 at 400 steps, so that the three sizes start alike;
+``make lab-model-scale-same-steps-402`` gives hidden 64 the 400 steps too, so that the three share one warm-start
+length.
 ``combine`` reads each comparison's ``summary.json`` and its runs, names each comparison's GRPO by its model's
 parameter count (``grpo_0.27M``; ``grpo_2.4M_ws400`` for a build of another warm start, :func:`run_label`), and
 writes one summary in ``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed, and the

@@ -890,43 +890,48 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
                                                                           "runs/tiny_countdown_h192"]
 
 
-MATCHED_LABELS = {128: "grpo_1.1M_ws400", 192: "grpo_2.4M_ws400"}
+#: the models of the model-scale sets by (hidden size, warm-start steps; None: the task recipe's 850)
+SCALE_LABELS = {(64, None): "grpo_0.27M", (64, 400): "grpo_0.27M_ws400", (128, 400): "grpo_1.1M_ws400",
+                (192, 400): "grpo_2.4M_ws400"}
+MATCHED_3 = ((64, None), (128, 400), (192, 400))
 
 
-@pytest.mark.parametrize("target, stem, given, hiddens, name", [
-    ("lab-model-scale-matched-%", "394", {}, (192,), "matched"),
-    ("lab-model-scale-matched-%", "402", {"LAB_MODEL_SCALE_MATCHED_SIZE": "128"}, (128,), "matched"),
-    ("lab-model-scale-matched3-%", "394", {}, (128, 192), "matched3"),
-    ("lab-model-scale-matched3-%", "402", {}, (128, 192), "matched3"),
+@pytest.mark.parametrize("target, stem, given, sizes, name", [
+    ("lab-model-scale-matched-%", "394", {}, ((64, None), (192, 400)), "matched"),
+    ("lab-model-scale-matched-%", "402", {"LAB_MODEL_SCALE_MATCHED_SIZE": "128"}, ((64, None), (128, 400)), "matched"),
+    ("lab-model-scale-matched3-%", "394", {}, MATCHED_3, "matched3"),
+    ("lab-model-scale-matched3-%", "402", {}, MATCHED_3, "matched3"),
+    ("lab-model-scale-same-steps-%", "402", {}, ((64, 400), (128, 400), (192, 400)), "same_steps"),
 ])
-def test_make_lab_model_scale_matched_sets_run_the_commands_their_committed_summaries_record(target, stem, given,
-                                                                                            hiddens, name):
-    """The model-scale sets from matched starts, as docs/lab.md gives each: `make lab-model-scale-matched-394` ("The
-    2.4M model from a shorter warm start"), `make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128` ("The
-    1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"), `make lab-model-scale-matched3-394`
-    ("The three sizes from matched starts") and `make lab-model-scale-matched3-402` ("The three sizes from matched
-    starts on the new seeds (402-409)"). Each builds the hidden-64 task, then each larger size's with a 400-step warm
-    start, runs one comparison a size after its build, and takes them together, each with the command its committed
-    summary records, into the summary's path."""
+def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_summaries_record(target, stem, given,
+                                                                                                 sizes, name):
+    """The model-scale sets with warm starts of their own, as docs/lab.md gives each: `make lab-model-scale-matched-394`
+    ("The 2.4M model from a shorter warm start"), `make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128`
+    ("The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"), `make
+    lab-model-scale-matched3-394` ("The three sizes from matched starts"), `make lab-model-scale-matched3-402` ("The
+    three sizes from matched starts on the new seeds (402-409)") and `make lab-model-scale-same-steps-402` ("The three
+    sizes from the same warm-start length (402-409)"). Each builds every size's task (a 400-step warm start where
+    ``sizes`` gives one), runs one comparison a size after its build, and takes them together, each with the command
+    its committed summary records, into the summary's path."""
     import shlex
 
     _, lines = _make_recipe(target, stem, given)
     commands = [shlex.split(line) for line in lines]
     with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
-    builds = [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", "64", "--out",
-               "runs/tiny_countdown_h64"],
-              *(["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden), "--warm-start-steps",
-                 "400", "--out", f"runs/tiny_countdown_h{hidden}_ws400"] for hidden in hiddens)]
-    assert setup["methods"] == ["grpo_0.27M", *(MATCHED_LABELS[hidden] for hidden in hiddens)]
+    folders = [f"runs/tiny_countdown_h{hidden}" + (f"_ws{steps}" if steps else "") for hidden, steps in sizes]
+    builds = [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size", str(hidden),
+               *(["--warm-start-steps", str(steps)] if steps else []), "--out", folder]
+              for (hidden, steps), folder in zip(sizes, folders)]
+    assert setup["methods"] == [SCALE_LABELS[size] for size in sizes]
     assert (setup["first_seed"], setup["seeds"]) == (int(stem), 8)
     models = setup["models"]
     assert commands[0:-1:2] == builds
     assert commands[1:-1:2] == [shlex.split(models[label]["command"]) for label in setup["methods"]]
     assert commands[-1] == shlex.split(setup["command"]) and len(commands) == 2 * len(builds) + 1
     assert f"--json benchmarks/lab_model_scale_{stem}_{name}_summary.json" in setup["command"]
-    assert [(models[MATCHED_LABELS[hidden]]["tiny_dir"], models[MATCHED_LABELS[hidden]]["warm_start_steps"])
-            for hidden in hiddens] == [(f"runs/tiny_countdown_h{hidden}_ws400", 400) for hidden in hiddens]
+    assert [(models[SCALE_LABELS[size]]["tiny_dir"], models[SCALE_LABELS[size]]["warm_start_steps"])
+            for size in sizes] == [(folder, steps or 850) for (_, steps), folder in zip(sizes, folders)]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
         assert " ".join(["make", target.replace("%", stem), *(f"{k}={v}" for k, v in given.items())]) in f.read()
 
