@@ -320,17 +320,22 @@ $(PY) benchmarks/lab_model_scale.py build --hidden-size $(1) $(if $(2),--warm-st
 	runs/tiny_countdown_$(call lab_model_scale_name,$(1),$(2))
 $(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
 	--tiny-dir runs/tiny_countdown_$(call lab_model_scale_name,$(1),$(2)) \
-	--out runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(2))
+	--out $(call lab_model_scale_runs,$(1),$(2))
 
 endef
+# the comparisons of hidden sizes $(1), each from $(2) warm-start steps (empty: the task recipe's)
+lab_model_scale_runs = $(foreach h,$(1),runs/lab_model_scale_$*_$(call lab_model_scale_name,$(h),$(2)))
+# `combine` of the comparisons $(1) into benchmarks/lab_model_scale_<first seed>[_$(2)]_summary.json and its curves
+# figure under docs/img/lab_model_scale_<first seed>[_$(2)]/
+lab_model_scale_combine = $(PY) benchmarks/lab_model_scale.py combine $(1) \
+	--json benchmarks/lab_model_scale_$*$(if $(2),_$(2))_summary.json \
+	--figure docs/img/lab_model_scale_$*$(if $(2),_$(2))/curves.png
 lab-model-scale-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),$(call lab_model_scale_size,$(h)))
 	$(PY) -m rlvr_recipes.launch.compare --task countdown $(LAB_MODEL_SCALE_ARGS) --jobs $(LAB_JOBS) \
 		--out runs/lab_model_scale_$*_h128
-	$(PY) benchmarks/lab_model_scale.py combine \
-		$(foreach h,$(LAB_MODEL_SCALE_HIDDEN),runs/lab_model_scale_$*_$(call lab_model_scale_name,$(h))) \
-		runs/lab_model_scale_$*_h128 --json benchmarks/lab_model_scale_$*_summary.json \
-		--figure docs/img/lab_model_scale_$*/curves.png
+	$(call lab_model_scale_combine,$(call lab_model_scale_runs,$(LAB_MODEL_SCALE_HIDDEN)) \
+		runs/lab_model_scale_$*_h128)
 
 # The same seeds with the hidden-192 model (2.4M parameters) warm-started for 400 steps, where it starts as the hidden-64
 # model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model from a
@@ -342,16 +347,13 @@ lab-model-scale-%: $(STAMP)
 # docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"): 49.2 min on 2 cores
 # when it ran (both builds made before; the 0.27M model's 8 runs 246-268 s each, the 1.1M model's 295-334 s)
 LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
-# the comparison of hidden size $(1) from the matched warm start
-lab_model_scale_matched = runs/lab_model_scale_$*_$(call lab_model_scale_name,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS))
 # the hidden-64 model's comparison, then those of hidden sizes $(1) from the matched warm start, all taken together
 # into benchmarks/lab_model_scale_<first seed>_$(2)_summary.json and its curves figure
 define lab_model_scale_matched_set
 $(call lab_model_scale_size,64)
 $(foreach h,$(1),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
-$(PY) benchmarks/lab_model_scale.py combine runs/lab_model_scale_$*_h64 \
-	$(foreach h,$(1),$(call lab_model_scale_matched,$(h))) \
-	--json benchmarks/lab_model_scale_$*_$(2)_summary.json --figure docs/img/lab_model_scale_$*_$(2)/curves.png
+$(call lab_model_scale_combine,$(call lab_model_scale_runs,64) $(call \
+	lab_model_scale_runs,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS)),$(2))
 endef
 LAB_MODEL_SCALE_MATCHED_SIZE ?= 192
 lab-model-scale-matched-%: $(STAMP)
@@ -380,10 +382,8 @@ lab-model-scale-matched3-%: $(STAMP)
 LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
 lab-model-scale-same-steps-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
-	$(PY) benchmarks/lab_model_scale.py combine \
-		$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_matched,$(h))) \
-		--json benchmarks/lab_model_scale_$*_same_steps_summary.json \
-		--figure docs/img/lab_model_scale_$*_same_steps/curves.png
+	$(call lab_model_scale_combine,$(call \
+		lab_model_scale_runs,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(LAB_MODEL_SCALE_MATCHED_STEPS)),same_steps)
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
