@@ -30,11 +30,12 @@ at 400 steps, where it starts as the hidden-64 model does, and takes its compari
 ``make lab-model-scale-matched3-394`` adds hidden 128 at 400 steps, so that the three sizes start alike;
 ``make lab-model-scale-same-steps-402`` gives hidden 64 the 400 steps too, so that the three share one warm-start
 length.
-``combine`` reads each comparison's ``summary.json`` and its runs, names each comparison's GRPO by its model's
-parameter count (``grpo_0.27M``; ``grpo_2.4M_ws400`` for a build of another warm start, :func:`run_label`), and
-writes one summary in ``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed, and the
-claims, each model against the next smaller one, paired by seed (every run of a seed draws its prompts in the same
-order; the models differ). Claims: ACR (mean over steps) lower, its std over steps lower, final held-out greedy
+``combine`` reads each comparison's ``summary.json`` and its runs, names each comparison's GRPO by its model's parameter
+count (``grpo_0.27M``; ``grpo_2.4M_ws400`` for a build of another warm start, :func:`run_label`), and writes one summary
+in ``launch.compare``'s shape, which ``launch.verdicts`` reads: the figures by seed (with each run's ACR std over its
+steps, and the parts of its ACR, the groups all right and all wrong, from its logged metrics: :data:`COLLAPSE_PARTS`),
+and the claims, each model against the next smaller one, paired by seed (every run of a seed draws its prompts in the
+same order; the models differ). Claims: ACR (mean over steps) lower, its std over steps lower, final held-out greedy
 accuracy higher, and early ACR against final accuracy over all the runs (000 Sec. 3.4.2, Fig. 1, whose 140 runs span
 model sizes too).
 """
@@ -51,8 +52,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rlvr_recipes.launch.compare import (EARLY_ACR, early_acr_claim, finished_runs, load_run,  # noqa: E402
-                                         method_colors, paired_claim, _band)
+from rlvr_recipes.launch.compare import (EARLY_ACR, RunSpec, early_acr_claim, finished_runs, load_run,  # noqa: E402
+                                         method_colors, paired_claim, series, _band)
+from rlvr_recipes.launch.cpu_plot import read_metrics  # noqa: E402
 from rlvr_recipes.tiny_task.build import task_from_settings  # noqa: E402
 
 SOURCE = "000 Sec. 3.4.4, Fig. 3"
@@ -61,6 +63,10 @@ SOURCE = "000 Sec. 3.4.4, Fig. 3"
 SCALE_CLAIMS = (("ACR (mean)", "has lower ACR", False),
                 ("ACR std over steps", "keeps ACR more stable (smaller std over steps)", False),
                 ("held-out acc, end", "ends with higher held-out accuracy", True))
+#: the two kinds of collapsed group each run logs (``advantage.diagnostics.batch_diagnostics``), as fractions of a
+#: step's groups: all right and all wrong; with a binary reward their sum is the step's ACR
+COLLAPSE_PARTS = (("groups all right (mean)", "acr/all_correct_frac"),
+                  ("groups all wrong (mean)", "acr/all_wrong_frac"))
 
 
 def build_size(hidden_size: int, out: str, warm_start_steps: Optional[int] = None) -> dict[str, str]:
@@ -156,6 +162,19 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     return out + [early_acr_claim(early)]
 
 
+def collapse_parts_by_seed(specs: Sequence[RunSpec]) -> dict[str, dict[str, float]]:
+    """Each run's mean over its steps of the groups all right and of those all wrong (:data:`COLLAPSE_PARTS`), by
+    seed: what a model's ACR is made of. A run that logged neither is left out of that figure."""
+    out: dict[str, dict[str, float]] = {figure: {} for figure, _ in COLLAPSE_PARTS}
+    for spec in specs:
+        steps = read_metrics(os.path.join(spec.out, "metrics.jsonl"))
+        for figure, key in COLLAPSE_PARTS:
+            values = list(series(steps, key).values())
+            if values:
+                out[figure][str(spec.seed)] = float(np.mean(values))
+    return out
+
+
 class SizeRuns(NamedTuple):
     """One model size's comparison as ``combine`` reads it."""
 
@@ -165,6 +184,7 @@ class SizeRuns(NamedTuple):
     tiny: str  # the build it ran on
     summary: dict[str, Any]  # its summary.json
     runs: list[dict[str, Any]]  # its finished runs (``launch.compare.load_run``)
+    collapse_parts: dict[str, dict[str, float]]  # :func:`collapse_parts_by_seed` of those runs
 
 
 def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
@@ -190,8 +210,9 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
             kind, task = task_from_settings(json.load(f))
         if kind != "countdown":
             raise ValueError(f"{os.path.join(tiny, 'build.json')}: a build of the {kind} task, not of countdown")
+        specs = finished_runs(out)["grpo"]
         sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), task.warm_start_steps, out, tiny, summary,
-                              [load_run(spec) for spec in finished_runs(out)["grpo"]]))
+                              [load_run(spec) for spec in specs], collapse_parts_by_seed(specs)))
     first = sizes[0].summary["setup"]
     for size in sizes[1:]:
         for key in ("seeds", "first_seed", "steps", "passk_samples", "task"):
@@ -202,7 +223,8 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
                 for size in sorted(sizes, key=lambda size: (size.params, size.warm_start_steps))}
     if len(by_label) != len(sizes):
         raise ValueError(f"two comparisons of one model size and warm start: {', '.join(s.out for s in sizes)}")
-    by_seed = {label: {**size.summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(size.runs)}
+    by_seed = {label: {**size.summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(size.runs),
+                       **size.collapse_parts}
                for label, size in by_label.items()}
     early: dict[str, dict[str, dict[str, float]]] = {"early ACR": {}, "final held-out accuracy": {}}
     for label, size in by_label.items():

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.lab_model_scale import main, model_words, run_label, scale_claims, size_label, tiny_dir_of
-from rlvr_recipes.launch.compare import EARLY_ACR
+from rlvr_recipes.launch.compare import EARLY_ACR, RunSpec
 from rlvr_recipes.launch.cpu_run import embedded_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -149,11 +149,11 @@ def _made_up_comparison(tmp_path, name: str, steps: int, acr: tuple, acc: tuple,
 def test_combine_takes_made_up_comparisons_together_smallest_model_first(tmp_path, monkeypatch):
     """``combine`` end to end on three made-up comparisons given largest first: it orders them by parameters, then by
     warm-start steps (the same size from two warm starts is two models, the shorter warm start first), names each by
-    :func:`run_label`, adds each run's ACR std over its steps (population std of its curve: steps 0.2, 0.4 give 0.1),
-    pairs each model with the next one below it, and takes every run into the early-ACR claim. ACR, the 850-step
-    model minus the 400-step one: +0.04, +0.06, +0.05, mean 0.05, sd 0.01, t = 8.66 on 2 df, p 0.013, against the
-    claim: did not hold. Accuracy, the 1.1M model minus the 0.27M (850 steps): +0.1, 0, +0.1, t = 2.0: cannot be
-    judged."""
+    :func:`run_label`, adds each run's ACR std over its steps (population std of its curve: steps 0.2, 0.4 give 0.1) and
+    the means of its logged groups all right and all wrong, pairs each model with the next one below it, and takes every
+    run into the early-ACR claim. ACR, the 850-step model minus the 400-step one: +0.04, +0.06, +0.05, mean 0.05, sd
+    0.01, t = 8.66 on 2 df, p 0.013, against the claim: did not hold. Accuracy, the 1.1M model minus the 0.27M (850
+    steps): +0.1, 0, +0.1, t = 2.0: cannot be judged."""
     import benchmarks.lab_model_scale as lab_model_scale
 
     big = _made_up_comparison(tmp_path, "big", 400, (0.5, 0.6, 0.7), (0.6, 0.6, 0.7), (0.2, 0.3, 0.4))
@@ -162,9 +162,18 @@ def test_combine_takes_made_up_comparisons_together_smallest_model_first(tmp_pat
     params = {str(tmp_path / "tiny_big" / "model"): 1_062_528, str(tmp_path / "tiny_small" / "model"): 269_120,
               str(tmp_path / "tiny_small_ws" / "model"): 269_120}
     monkeypatch.setattr(lab_model_scale, "parameter_count", lambda model_dir: params[model_dir])
-    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {"grpo": [(out, seed) for seed in range(3)]})
+    specs = {}
+    for out in (big, small, small_ws):  # each run's logged metrics: the groups all right and all wrong at two steps
+        specs[out] = [RunSpec("grpo", seed, 2, os.path.join(out, "runs", "grpo", f"seed{seed}")) for seed in range(3)]
+        for spec in specs[out]:
+            os.makedirs(spec.out)
+            with open(os.path.join(spec.out, "metrics.jsonl"), "w") as f:
+                for step, right in ((1, 0.1), (2, 0.3 + 0.1 * spec.seed)):
+                    f.write(json.dumps({"step": step, "data": {"acr/all_correct_frac": right,
+                                                               "acr/all_wrong_frac": 0.2}}) + "\n")
+    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {"grpo": specs[out]})
     monkeypatch.setattr(lab_model_scale, "load_run", lambda spec: {
-        "seed": spec[1], "curves": {"acr/acr": {"1": 0.2 + 0.1 * spec[1], "2": 0.4 + 0.3 * spec[1]}}})
+        "seed": spec.seed, "curves": {"acr/acr": {"1": 0.2 + 0.1 * spec.seed, "2": 0.4 + 0.3 * spec.seed}}})
     combined, runs = lab_model_scale.combine([big, small, small_ws], "python combine ...")
     labels = ["grpo_0.27M_ws400", "grpo_0.27M", "grpo_1.1M_ws400"]
     assert combined["setup"]["methods"] == labels and list(runs) == labels
@@ -176,6 +185,11 @@ def test_combine_takes_made_up_comparisons_together_smallest_model_first(tmp_pat
     # each run's ACR std over its two steps: half the gap between them, 0.1 + 0.1 * seed
     assert combined["figures_by_seed"]["grpo_0.27M"]["ACR std over steps"] == pytest.approx(
         {"0": 0.1, "1": 0.2, "2": 0.3})
+    # each run's groups all right and all wrong, mean over its steps: (0.1 + 0.3 + 0.1 * seed) / 2, and 0.2
+    assert combined["figures_by_seed"]["grpo_1.1M_ws400"]["groups all right (mean)"] == pytest.approx(
+        {"0": 0.2, "1": 0.25, "2": 0.3})
+    assert combined["figures_by_seed"]["grpo_1.1M_ws400"]["groups all wrong (mean)"] == pytest.approx(
+        {"0": 0.2, "1": 0.2, "2": 0.2})
     claims = {c["claim"]: c for c in combined["claims"]}
     assert len(claims) == 7 and list(claims)[-1] == EARLY_ACR
     acr = claims["GRPO on the 0.27M-parameter model has lower ACR than on the 0.27M-parameter model (400 warm-start "
