@@ -52,9 +52,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rlvr_recipes.launch.compare import (EARLY_ACR, RunSpec, early_acr_claim, finished_runs, load_run,  # noqa: E402
-                                         method_colors, paired_claim, series, _band)
-from rlvr_recipes.launch.cpu_plot import read_metrics  # noqa: E402
+from rlvr_recipes.launch.compare import (EARLY_ACR, early_acr_claim, finished_runs, load_run,  # noqa: E402
+                                         method_colors, paired_claim, _band)
 from rlvr_recipes.tiny_task.build import task_from_settings  # noqa: E402
 
 SOURCE = "000 Sec. 3.4.4, Fig. 3"
@@ -162,17 +161,13 @@ def scale_claims(by_seed: dict[str, dict[str, dict[str, float]]],
     return out + [early_acr_claim(early)]
 
 
-def collapse_parts_by_seed(specs: Sequence[RunSpec]) -> dict[str, dict[str, float]]:
-    """Each run's mean over its steps of the groups all right and of those all wrong (:data:`COLLAPSE_PARTS`), by
-    seed: what a model's ACR is made of. A run that logged neither is left out of that figure."""
-    out: dict[str, dict[str, float]] = {figure: {} for figure, _ in COLLAPSE_PARTS}
-    for spec in specs:
-        steps = read_metrics(os.path.join(spec.out, "metrics.jsonl"))
-        for figure, key in COLLAPSE_PARTS:
-            values = list(series(steps, key).values())
-            if values:
-                out[figure][str(spec.seed)] = float(np.mean(values))
-    return out
+def collapse_parts_by_seed(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each run's mean over its steps of the groups all right and of those all wrong (:data:`COLLAPSE_PARTS`, curves
+    its ``load_run`` kept), by seed: what a model's ACR is made of. A run that logged neither is left out of that
+    figure."""
+    return {figure: {str(r["seed"]): float(np.mean(list(r["curves"][key].values())))
+                     for r in runs if r["curves"].get(key)}
+            for figure, key in COLLAPSE_PARTS}
 
 
 class SizeRuns(NamedTuple):
@@ -183,8 +178,7 @@ class SizeRuns(NamedTuple):
     out: str  # the comparison's folder
     tiny: str  # the build it ran on
     summary: dict[str, Any]  # its summary.json
-    runs: list[dict[str, Any]]  # its finished runs (``launch.compare.load_run``)
-    collapse_parts: dict[str, dict[str, float]]  # :func:`collapse_parts_by_seed` of those runs
+    runs: list[dict[str, Any]]  # its finished runs (``launch.compare.load_run``, with the curves of COLLAPSE_PARTS)
 
 
 def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
@@ -210,9 +204,9 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
             kind, task = task_from_settings(json.load(f))
         if kind != "countdown":
             raise ValueError(f"{os.path.join(tiny, 'build.json')}: a build of the {kind} task, not of countdown")
-        specs = finished_runs(out)["grpo"]
         sizes.append(SizeRuns(parameter_count(os.path.join(tiny, "model")), task.warm_start_steps, out, tiny, summary,
-                              [load_run(spec) for spec in specs], collapse_parts_by_seed(specs)))
+                              [load_run(spec, [key for _, key in COLLAPSE_PARTS])
+                               for spec in finished_runs(out)["grpo"]]))
     first = sizes[0].summary["setup"]
     for size in sizes[1:]:
         for key in ("seeds", "first_seed", "steps", "passk_samples", "task"):
@@ -224,7 +218,7 @@ def combine(comparisons: Sequence[str], command: str) -> tuple[dict[str, Any], d
     if len(by_label) != len(sizes):
         raise ValueError(f"two comparisons of one model size and warm start: {', '.join(s.out for s in sizes)}")
     by_seed = {label: {**size.summary["figures_by_seed"]["grpo"], "ACR std over steps": acr_std_by_seed(size.runs),
-                       **size.collapse_parts}
+                       **collapse_parts_by_seed(size.runs)}
                for label, size in by_label.items()}
     early: dict[str, dict[str, dict[str, float]]] = {"early ACR": {}, "final held-out accuracy": {}}
     for label, size in by_label.items():

@@ -120,7 +120,7 @@ def test_combine_names_a_comparison_on_a_build_of_another_task(tmp_path, capsys)
 def _made_up_comparison(tmp_path, name: str, steps: int, acr: tuple, acc: tuple, early: tuple, seeds: int = 3):
     """A comparison folder of GRPO alone as ``launch.compare`` leaves it, as far as ``combine`` reads it: its
     ``summary.json`` (figures by seed, the early-ACR claim's values, table, pass@k at the start and its change) on a
-    countdown build warm-started for ``steps`` steps. Its runs are made up in :func:`_made_up_runs`."""
+    countdown build warm-started for ``steps`` steps. Its runs are made up in the tests that use it."""
     from rlvr_recipes.tiny_task.build import TinyModelSpec, build_settings
     from rlvr_recipes.tiny_task.countdown import CountdownSpec
 
@@ -162,18 +162,16 @@ def test_combine_takes_made_up_comparisons_together_smallest_model_first(tmp_pat
     params = {str(tmp_path / "tiny_big" / "model"): 1_062_528, str(tmp_path / "tiny_small" / "model"): 269_120,
               str(tmp_path / "tiny_small_ws" / "model"): 269_120}
     monkeypatch.setattr(lab_model_scale, "parameter_count", lambda model_dir: params[model_dir])
-    specs = {}
-    for out in (big, small, small_ws):  # each run's logged metrics: the groups all right and all wrong at two steps
-        specs[out] = [RunSpec("grpo", seed, 2, os.path.join(out, "runs", "grpo", f"seed{seed}")) for seed in range(3)]
-        for spec in specs[out]:
-            os.makedirs(spec.out)
-            with open(os.path.join(spec.out, "metrics.jsonl"), "w") as f:
-                for step, right in ((1, 0.1), (2, 0.3 + 0.1 * spec.seed)):
-                    f.write(json.dumps({"step": step, "data": {"acr/all_correct_frac": right,
-                                                               "acr/all_wrong_frac": 0.2}}) + "\n")
-    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {"grpo": specs[out]})
-    monkeypatch.setattr(lab_model_scale, "load_run", lambda spec: {
-        "seed": spec.seed, "curves": {"acr/acr": {"1": 0.2 + 0.1 * spec.seed, "2": 0.4 + 0.3 * spec.seed}}})
+    monkeypatch.setattr(lab_model_scale, "finished_runs", lambda out: {
+        "grpo": [RunSpec("grpo", seed, 2, os.path.join(out, "runs", "grpo", f"seed{seed}")) for seed in range(3)]})
+
+    def made_up_run(spec, extra_curves):  # the curves combine reads: ACR, and the groups all right and all wrong
+        curves = {"acr/acr": {1: 0.2 + 0.1 * spec.seed, 2: 0.4 + 0.3 * spec.seed},
+                  "acr/all_correct_frac": {1: 0.1, 2: 0.3 + 0.1 * spec.seed}, "acr/all_wrong_frac": {1: 0.2, 2: 0.2}}
+        assert set(extra_curves) == {"acr/all_correct_frac", "acr/all_wrong_frac"}
+        return {"seed": spec.seed, "curves": curves}
+
+    monkeypatch.setattr(lab_model_scale, "load_run", made_up_run)
     combined, runs = lab_model_scale.combine([big, small, small_ws], "python combine ...")
     labels = ["grpo_0.27M_ws400", "grpo_0.27M", "grpo_1.1M_ws400"]
     assert combined["setup"]["methods"] == labels and list(runs) == labels

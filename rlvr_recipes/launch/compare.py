@@ -512,26 +512,28 @@ def seed_overrides(seed: int) -> list[str]:
             f"actor_rollout_ref.rollout.seed={seed}"]
 
 
-def collect(spec: RunSpec) -> dict[str, Any]:
-    """Per-step metrics of one finished run: ``{key: {step: value}}`` for the curves, and its step time."""
+def collect(spec: RunSpec, extra_curves: Sequence[str] = ()) -> dict[str, Any]:
+    """Per-step metrics of one finished run: ``{key: {step: value}}`` for the curves (those of :data:`CURVES` and
+    :data:`OWN_FIGURES`, and any metric keys in ``extra_curves``), and its step time."""
     steps = read_metrics(os.path.join(spec.out, "metrics.jsonl"))
-    keys = [key for _, key in CURVES] + list(OWN_FIGURES.values())
+    keys = [key for _, key in CURVES] + list(OWN_FIGURES.values()) + list(extra_curves)
     out = {key: series(steps, key) for key in keys}
     step_times = [d["timing_s/step"] for d in steps.values() if "timing_s/step" in d]
     return {"curves": out, "s_per_step": statistics.median(step_times) if step_times else float("nan")}
 
 
-def load_run(spec: RunSpec) -> dict[str, Any]:
-    """One finished run as the report reads it: its curves and step time (:func:`collect`) and what its ``done.json``
-    recorded (seconds, pass@k at the end, ACR by group size, whether its draws were keyed). A run kept from before
-    :data:`ACR_CUT` has its ACR by group size cut again from its rollout dumps where they are there."""
+def load_run(spec: RunSpec, extra_curves: Sequence[str] = ()) -> dict[str, Any]:
+    """One finished run as the report reads it: its curves and step time (:func:`collect`, with ``extra_curves``
+    too) and what its ``done.json`` recorded (seconds, pass@k at the end, ACR by group size, whether its draws were
+    keyed). A run kept from before :data:`ACR_CUT` has its ACR by group size cut again from its rollout dumps where
+    they are there."""
     with open(spec.done_path) as f:
         done = json.load(f)
     acr_g, cut = {int(k): v for k, v in done["acr_by_group_size"].items()}, done.get("acr_cut", ACR_CUT_BEFORE)
     rollouts = os.path.join(spec.out, "rollouts")
     if cut != ACR_CUT and os.path.isdir(rollouts):  # a run kept from before: cut again from its dumps
         acr_g, cut = acr_by_group_size(rollouts, ACR_SIZES), ACR_CUT
-    return {**collect(spec), "seconds": done["seconds"], "seed": spec.seed,
+    return {**collect(spec, extra_curves), "seconds": done["seconds"], "seed": spec.seed,
             "keyed_draws": bool(done.get("keyed_draws")), "acr_cut": cut,
             "passk_end": {int(k): v for k, v in done["passk_end"].items()}, "acr_by_group_size": acr_g,
             "heldout_greedy_right": done.get("heldout_greedy_right")}
