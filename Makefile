@@ -6,7 +6,8 @@
 #   make test        the whole test suite (unit, property, config, launcher, trainer-extension and e2e tests; the
 #                    e2e tests one at a time, the others beside them in a second pytest process; ~40 min on 2 cores)
 #   make test-fast   everything not marked e2e (no run of verl's trainer)
-#   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh); ARGS="agrae --seeds 3" passes arguments
+#   make quickstart  the embedded default: GRPO with verl's real trainer on the CPU (rlvr_recipes/launch/quickstart.sh);
+#                    ARGS="agrae --seeds 3" passes arguments
 #   make compare     every method x 3 seeds side by side on verl's trainer, pass@k and the papers' claims (runs/compare)
 #   make lab         the package's six methods, the off-policy GRPO / GRPO-N pair, the papers' baselines (Clip-Cov,
 #                    GSPO, GSPO-N, DAPO, Dr.GRPO, W-REINFORCE) and 001 Table 2's A-GRAE on DAPO / Dr.GRPO x 5 seeds on
@@ -337,23 +338,24 @@ lab-model-scale-%: $(STAMP)
 	$(call lab_model_scale_combine,$(call lab_model_scale_runs,$(LAB_MODEL_SCALE_HIDDEN)) \
 		runs/lab_model_scale_$*_h128)
 
-# The same seeds with the hidden-192 model (2.4M parameters) warm-started for 400 steps, where it starts as the hidden-64
-# model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model from a
-# shorter warm start"): make lab-model-scale-matched-394 builds it, runs its 8 runs and takes them together with the
-# hidden-64 comparison (lab-model-scale-394's, kept where it ran first) into
-# benchmarks/lab_model_scale_$*_matched_summary.json: 38.9 min on 2 cores when it ran (the build, made before, kept;
-# its 8 runs in two lanes; the hidden-64 comparison kept). LAB_MODEL_SCALE_MATCHED_SIZE=128 sets the 1.1M model (400
-# steps) against the 0.27M instead: make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128 (seeds 402-409,
-# docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"): 49.2 min on 2 cores
-# when it ran (both builds made before; the 0.27M model's 8 runs 246-268 s each, the 1.1M model's 295-334 s)
-LAB_MODEL_SCALE_MATCHED_STEPS ?= 400
+# The same seeds with the hidden-192 model (2.4M parameters) warm-started for 400 steps, where it starts as the
+# hidden-64 model (0.27M) does (pass@1, pass@64, expected ACR), against that model's runs (docs/lab.md, "The 2.4M model
+# from a shorter warm start"): make lab-model-scale-matched-394 builds it, runs its 8 runs and takes them together with
+# the hidden-64 comparison (lab-model-scale-394's, kept where it ran first) into
+# benchmarks/lab_model_scale_$*_matched_summary.json: 38.9 min on 2 cores when it ran (the build, made before, kept; its
+# 8 runs in two lanes; the hidden-64 comparison kept). LAB_MODEL_SCALE_MATCHED_SIZE=128 sets the 1.1M model (400 steps)
+# against the 0.27M instead: make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128 (seeds 402-409,
+# docs/lab.md "The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"): 49.2 min on 2 cores when
+# it ran (both builds made before; the 0.27M model's 8 runs 246-268 s each, the 1.1M model's 295-334 s)
+# the shorter warm-start length of these sets (the task recipe's is 850 steps), used by the matched and same-steps rules
+LAB_MODEL_SCALE_SHORT_STEPS ?= 400
 # the hidden-64 model's comparison, then those of hidden sizes $(1) from the matched warm start, all taken together
 # into benchmarks/lab_model_scale_<first seed>_$(2)_summary.json and its curves figure
 define lab_model_scale_matched_set
 $(call lab_model_scale_size,64)
-$(foreach h,$(1),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
+$(foreach h,$(1),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_SHORT_STEPS)))
 $(call lab_model_scale_combine,$(call lab_model_scale_runs,64) $(call \
-	lab_model_scale_runs,$(1),$(LAB_MODEL_SCALE_MATCHED_STEPS)),$(2))
+	lab_model_scale_runs,$(1),$(LAB_MODEL_SCALE_SHORT_STEPS)),$(2))
 endef
 LAB_MODEL_SCALE_MATCHED_SIZE ?= 192
 lab-model-scale-matched-%: $(STAMP)
@@ -372,7 +374,7 @@ LAB_MODEL_SCALE_MATCHED_HIDDEN ?= 128 192
 lab-model-scale-matched3-%: $(STAMP)
 	$(call lab_model_scale_matched_set,$(LAB_MODEL_SCALE_MATCHED_HIDDEN),matched3)
 
-# Every size from the same warm-start length, LAB_MODEL_SCALE_MATCHED_STEPS (400), so that each size has a second
+# Every size from the same warm-start length, LAB_MODEL_SCALE_SHORT_STEPS (400), so that each size has a second
 # warm start and the three a series matched in warm-start steps rather than in where they start (docs/lab.md, "The
 # three sizes from the same warm-start length (402-409)"): hidden 64 stopped at 400 steps too, built and compared, then
 # taken together with the hidden-128 and hidden-192 (400 steps) comparisons (lab-model-scale-matched3-%'s, kept where
@@ -381,9 +383,9 @@ lab-model-scale-matched3-%: $(STAMP)
 # pass@k at the start 96 s, its 8 runs 237-254 s each in two lanes; the other two comparisons kept)
 LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
 lab-model-scale-same-steps-%: $(STAMP)
-	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_MATCHED_STEPS)))
+	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_SHORT_STEPS)))
 	$(call lab_model_scale_combine,$(call \
-		lab_model_scale_runs,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(LAB_MODEL_SCALE_MATCHED_STEPS)),same_steps)
+		lab_model_scale_runs,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(LAB_MODEL_SCALE_SHORT_STEPS)),same_steps)
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
