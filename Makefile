@@ -380,7 +380,11 @@ lab-model-scale-matched3-%: $(STAMP)
 # taken together with the hidden-128 and hidden-192 (400 steps) comparisons (lab-model-scale-matched3-%'s, kept where
 # they ran first) into benchmarks/lab_model_scale_$*_same_steps_summary.json, each model against the next smaller one:
 # make lab-model-scale-same-steps-402, 20.3 min on 2 cores when it ran (the hidden-64 build made before, 2.1 min; its
-# pass@k at the start 96 s, its 8 runs 237-254 s each in two lanes; the other two comparisons kept)
+# pass@k at the start 96 s, its 8 runs 237-254 s each in two lanes; the other two comparisons kept). make
+# lab-model-scale-same-steps-410 LAB_MODEL_SCALE_SAME_STEPS_HIDDEN="64 128" (seeds 410-417; "The 1.1M and 0.27M models
+# from the same warm-start length on eight new seeds (410-417)"): the two smaller sizes only, 46.4 min (both builds
+# kept; the 0.27M model's comparison 20.2 min, its pass@k at the start 103 s and runs 230-263 s; the 1.1M model's 25.6
+# min, 178 s and 282-296 s; each in two lanes)
 LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
 lab-model-scale-same-steps-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_SHORT_STEPS)))
@@ -614,7 +618,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
 	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json \
 	benchmarks/lab_model_scale_402_matched_summary.json benchmarks/lab_model_scale_402_matched3_summary.json \
-	benchmarks/lab_model_scale_402_same_steps_summary.json
+	benchmarks/lab_model_scale_402_same_steps_summary.json benchmarks/lab_model_scale_410_same_steps_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

@@ -902,6 +902,8 @@ MATCHED_3 = ((64, None), (128, 400), (192, 400))
     ("lab-model-scale-matched3-%", "394", {}, MATCHED_3, "matched3"),
     ("lab-model-scale-matched3-%", "402", {}, MATCHED_3, "matched3"),
     ("lab-model-scale-same-steps-%", "402", {}, ((64, 400), (128, 400), (192, 400)), "same_steps"),
+    ("lab-model-scale-same-steps-%", "410", {"LAB_MODEL_SCALE_SAME_STEPS_HIDDEN": "64 128"}, ((64, 400), (128, 400)),
+     "same_steps"),
 ])
 def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_summaries_record(target, stem, given,
                                                                                                  sizes, name):
@@ -909,10 +911,12 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
     ("The 2.4M model from a shorter warm start"), `make lab-model-scale-matched-402 LAB_MODEL_SCALE_MATCHED_SIZE=128`
     ("The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"), `make
     lab-model-scale-matched3-394` ("The three sizes from matched starts"), `make lab-model-scale-matched3-402` ("The
-    three sizes from matched starts on the new seeds (402-409)") and `make lab-model-scale-same-steps-402` ("The three
-    sizes from the same warm-start length (402-409)"). Each builds every size's task (a 400-step warm start where
-    ``sizes`` gives one), runs one comparison a size after its build, and takes them together, each with the command
-    its committed summary records, into the summary's path."""
+    three sizes from matched starts on the new seeds (402-409)"), `make lab-model-scale-same-steps-402` ("The three
+    sizes from the same warm-start length (402-409)") and `make lab-model-scale-same-steps-410
+    LAB_MODEL_SCALE_SAME_STEPS_HIDDEN="64 128"` ("The 1.1M and 0.27M models from the same warm-start length on eight new
+    seeds (410-417)"). Each builds every size's task (a 400-step warm start where ``sizes`` gives one), runs one
+    comparison a size after its build, and takes them together, each with the command its committed summary records,
+    into the summary's path."""
     import shlex
 
     _, lines = _make_recipe(target, stem, given)
@@ -933,7 +937,8 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
     assert [(models[SCALE_LABELS[size]]["tiny_dir"], models[SCALE_LABELS[size]]["warm_start_steps"])
             for size in sizes] == [(folder, steps or 850) for (_, steps), folder in zip(sizes, folders)]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert " ".join(["make", target.replace("%", stem), *(f"{k}={v}" for k, v in given.items())]) in f.read()
+        assert " ".join(["make", target.replace("%", stem),
+                         *(f'{k}="{v}"' if " " in v else f"{k}={v}" for k, v in given.items())]) in f.read()
 
 
 @pytest.mark.parametrize("stem", ["394", "402"])
