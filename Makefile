@@ -386,10 +386,16 @@ lab-model-scale-matched3-%: $(STAMP)
 # kept; the 0.27M model's comparison 20.2 min, its pass@k at the start 103 s and runs 230-263 s; the 1.1M model's 25.6
 # min, 178 s and 282-296 s; each in two lanes)
 LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
+# the summary's name after the first seed: another where a set of seeds with a same-steps summary runs more sizes
+# (make lab-model-scale-same-steps-410 LAB_MODEL_SCALE_SAME_STEPS_NAME=same_steps3: the three sizes on 410-417, beside
+# the two smaller sizes' summary of those seeds; docs/lab.md "The three sizes from the same warm-start length on
+# 410-417: the 2.4M model added")
+LAB_MODEL_SCALE_SAME_STEPS_NAME ?= same_steps
 lab-model-scale-same-steps-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_SHORT_STEPS)))
 	$(call lab_model_scale_combine,$(call \
-		lab_model_scale_runs,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(LAB_MODEL_SCALE_SHORT_STEPS)),same_steps)
+		lab_model_scale_runs,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(LAB_MODEL_SCALE_SHORT_STEPS)),$(strip \
+		$(LAB_MODEL_SCALE_SAME_STEPS_NAME)))
 
 # the runs behind docs/lab.md's "A-GRAE and GRPO-N against GRPO on seeds 113-116": the exploration claims never decided
 # (A-GRAE's entropy and pass@64, GRPO-N's entropy) and GRPO-N's pass@64, on the build of seeds 93-112
