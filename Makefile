@@ -389,7 +389,8 @@ LAB_MODEL_SCALE_SAME_STEPS_HIDDEN ?= 64 128 192
 # the summary's name after the first seed: another where a set of seeds with a same-steps summary runs more sizes
 # (make lab-model-scale-same-steps-410 LAB_MODEL_SCALE_SAME_STEPS_NAME=same_steps3: the three sizes on 410-417, beside
 # the two smaller sizes' summary of those seeds; docs/lab.md "The three sizes from the same warm-start length on
-# 410-417: the 2.4M model added")
+# 410-417: the 2.4M model added": 42.2 min on 2 cores when it ran, the build kept, the 2.4M model's pass@k at the start
+# 8.0 min and its 8 runs 369-438 s each in two lanes, the two other comparisons kept)
 LAB_MODEL_SCALE_SAME_STEPS_NAME ?= same_steps
 lab-model-scale-same-steps-%: $(STAMP)
 	$(foreach h,$(LAB_MODEL_SCALE_SAME_STEPS_HIDDEN),$(call lab_model_scale_size,$(h),$(LAB_MODEL_SCALE_SHORT_STEPS)))
@@ -624,7 +625,8 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_difficulty_388_summary.json benchmarks/lab_model_scale_394_summary.json \
 	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json \
 	benchmarks/lab_model_scale_402_matched_summary.json benchmarks/lab_model_scale_402_matched3_summary.json \
-	benchmarks/lab_model_scale_402_same_steps_summary.json benchmarks/lab_model_scale_410_same_steps_summary.json
+	benchmarks/lab_model_scale_402_same_steps_summary.json benchmarks/lab_model_scale_410_same_steps_summary.json \
+	benchmarks/lab_model_scale_410_same_steps3_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

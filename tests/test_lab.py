@@ -904,6 +904,8 @@ MATCHED_3 = ((64, None), (128, 400), (192, 400))
     ("lab-model-scale-same-steps-%", "402", {}, ((64, 400), (128, 400), (192, 400)), "same_steps"),
     ("lab-model-scale-same-steps-%", "410", {"LAB_MODEL_SCALE_SAME_STEPS_HIDDEN": "64 128"}, ((64, 400), (128, 400)),
      "same_steps"),
+    ("lab-model-scale-same-steps-%", "410", {"LAB_MODEL_SCALE_SAME_STEPS_NAME": "same_steps3"},
+     ((64, 400), (128, 400), (192, 400)), "same_steps3"),
 ])
 def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_summaries_record(target, stem, given,
                                                                                                  sizes, name):
@@ -912,11 +914,12 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
     ("The 1.1M model from 400 steps against the 0.27M on eight new seeds (402-409)"), `make
     lab-model-scale-matched3-394` ("The three sizes from matched starts"), `make lab-model-scale-matched3-402` ("The
     three sizes from matched starts on the new seeds (402-409)"), `make lab-model-scale-same-steps-402` ("The three
-    sizes from the same warm-start length (402-409)") and `make lab-model-scale-same-steps-410
+    sizes from the same warm-start length (402-409)"), `make lab-model-scale-same-steps-410
     LAB_MODEL_SCALE_SAME_STEPS_HIDDEN="64 128"` ("The 1.1M and 0.27M models from the same warm-start length on eight new
-    seeds (410-417)"). Each builds every size's task (a 400-step warm start where ``sizes`` gives one), runs one
-    comparison a size after its build, and takes them together, each with the command its committed summary records,
-    into the summary's path."""
+    seeds (410-417)") and `make lab-model-scale-same-steps-410 LAB_MODEL_SCALE_SAME_STEPS_NAME=same_steps3` ("The three
+    sizes from the same warm-start length on 410-417: the 2.4M model added"). Each builds every size's task (a 400-step
+    warm start where ``sizes`` gives one), runs one comparison a size after its build, and takes them together, each
+    with the command its committed summary records, into the summary's path."""
     import shlex
 
     _, lines = _make_recipe(target, stem, given)
@@ -941,7 +944,7 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
                          *(f'{k}="{v}"' if " " in v else f"{k}={v}" for k, v in given.items())]) in f.read()
 
 
-@pytest.mark.parametrize("stem", ["394", "402"])
+@pytest.mark.parametrize("stem", ["394", "402", "410"])
 def test_model_scale_summaries_of_one_seed_set_share_the_runs_of_each_model(stem):
     """The model-scale rules keep each size's comparison where it ran first (`launch.compare` resumes it), so every
     committed summary of one seed set that holds a model holds the same runs of it: the same record, command and
