@@ -310,6 +310,9 @@ lab-difficulty-%: $(STAMP)
 # taken together by benchmarks/lab_model_scale.py into benchmarks/lab_model_scale_$*_summary.json. It ran in two
 # parts on 2 cores: 63.8 min for hidden 64 and 128 (the build 3.6 min, each size's 8 runs in two lanes 28-32 min),
 # then with LAB_MODEL_SCALE_HIDDEN="64 192" 34.6 min (8 runs, the 16 kept; the hidden-192 build, 9.5 min, made before)
+# make lab-model-scale-418 LAB_MODEL_SCALE_HIDDEN=64 (seeds 418-425; "The 1.1M and 0.27M models from the task's
+# 850-step warm start on eight new seeds (418-425)"): the two smaller sizes, 64.8 min (both builds kept; the 0.27M
+# model's comparison 27.7 min, runs 320-400 s; the 1.1M model's 35.6 min, runs 356-465 s; each in two lanes)
 LAB_MODEL_SCALE_HIDDEN ?= 64 192
 LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 # one model size of these sets: $(1) its hidden size, $(2) its warm-start steps (empty: the task recipe's 850); its
@@ -626,7 +629,7 @@ LAB_SUMMARIES ?= benchmarks/lab_compare_summary.json benchmarks/lab_replication_
 	benchmarks/lab_model_scale_394_matched_summary.json benchmarks/lab_model_scale_394_matched3_summary.json \
 	benchmarks/lab_model_scale_402_matched_summary.json benchmarks/lab_model_scale_402_matched3_summary.json \
 	benchmarks/lab_model_scale_402_same_steps_summary.json benchmarks/lab_model_scale_410_same_steps_summary.json \
-	benchmarks/lab_model_scale_410_same_steps3_summary.json
+	benchmarks/lab_model_scale_410_same_steps3_summary.json benchmarks/lab_model_scale_418_summary.json
 # the poolings planned before the last of their comparisons ran (docs/lab.md: the readings of seeds 96-98 name 93-98,
 # those of seeds 121-124 name 117-124, those of seeds 161-164 name 117-120 with 161-164, those of the positive-dominant
 # control at k = 256 on 117-120 name its rescoring with 121-124's, for the control's claim only: ':METHOD', those of the

@@ -865,29 +865,39 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
             assert " ".join(["make", target.replace("%", stem), *(f"{k}={v}" for k, v in given.items())]) in f.read()
 
 
-def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records():
+@pytest.mark.parametrize("stem, given, built", [
+    ("394", {}, (64, 192)),
+    ("418", {"LAB_MODEL_SCALE_HIDDEN": "64"}, (64,)),
+])
+def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records(stem, given, built):
     """`make lab-model-scale-394` (docs/lab.md, "ACR and accuracy across model sizes (394-401)" and "A third model
-    size") builds the hidden-64 and hidden-192 tasks, runs one comparison a model size with the commands the committed
+    size") builds the hidden-64 and hidden-192 tasks; `make lab-model-scale-418 LAB_MODEL_SCALE_HIDDEN=64` ("The 1.1M
+    and 0.27M models from the task's 850-step warm start on eight new seeds (418-425)") the hidden-64 one. Each runs one
+    comparison a built size after its build, then the default (hidden 128) build's, with the commands the committed
     summary records for each, and takes them together with the summary's own command, into the summary's path."""
     import shlex
 
-    _, lines = _make_recipe("lab-model-scale-%", "394")
+    _, lines = _make_recipe("lab-model-scale-%", stem, given)
     commands = [shlex.split(line) for line in lines]
-    with open(os.path.join(ROOT, "benchmarks", "lab_model_scale_394_summary.json")) as f:
+    with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_summary.json")) as f:
         setup = json.load(f)["setup"]
     # each built size is built, then compared; then the default (hidden 128) build; the summary orders by size
-    assert [commands[0], commands[2]] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
-                                           str(hidden), "--out", f"runs/tiny_countdown_h{hidden}"]
-                                          for hidden in (64, 192)]
-    assert sorted([commands[1], *commands[3:5]]) == sorted(shlex.split(model["command"])
-                                                          for model in setup["models"].values())
-    assert commands[5] == shlex.split(setup["command"]) and len(commands) == 6
-    assert "--json benchmarks/lab_model_scale_394_summary.json" in setup["command"]
-    assert setup["methods"] == ["grpo_0.27M", "grpo_1.1M", "grpo_2.4M"]
-    assert (setup["first_seed"], setup["seeds"]) == (394, 8)
-    assert [model["tiny_dir"] for model in setup["models"].values()] == ["runs/tiny_countdown_h64",
-                                                                          "runs/tiny_countdown",
-                                                                          "runs/tiny_countdown_h192"]
+    assert commands[0:2 * len(built):2] == [["python", "benchmarks/lab_model_scale.py", "build", "--hidden-size",
+                                             str(hidden), "--out", f"runs/tiny_countdown_h{hidden}"]
+                                            for hidden in built]
+    compared = [*commands[1:2 * len(built):2], commands[2 * len(built)]]
+    assert sorted(compared) == sorted(shlex.split(model["command"]) for model in setup["models"].values())
+    assert commands[-1] == shlex.split(setup["command"]) and len(commands) == 2 * len(built) + 2
+    assert f"--json benchmarks/lab_model_scale_{stem}_summary.json" in setup["command"]
+    labels = {64: "grpo_0.27M", 128: "grpo_1.1M", 192: "grpo_2.4M"}
+    sizes = sorted({*built, 128})
+    assert setup["methods"] == [labels[hidden] for hidden in sizes]
+    assert (setup["first_seed"], setup["seeds"]) == (int(stem), 8)
+    assert [model["tiny_dir"] for model in setup["models"].values()] == [
+        "runs/tiny_countdown" if hidden == 128 else f"runs/tiny_countdown_h{hidden}" for hidden in sizes]
+    if given:
+        with open(os.path.join(ROOT, "docs", "lab.md")) as f:
+            assert " ".join(["make", f"lab-model-scale-{stem}", *(f"{k}={v}" for k, v in given.items())]) in f.read()
 
 
 #: the models of the model-scale sets by (hidden size, warm-start steps; None: the task recipe's 850)
