@@ -595,6 +595,13 @@ def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = 
     return makefile, [line.strip() for line in printed.replace("\\\n", " ").strip().split("\n")]
 
 
+def _make_command(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> str:
+    """The make command for ``target`` as docs/lab.md gives it: the stem in place of ``%``, then each ``given``
+    variable, its value in double quotes where it holds a space."""
+    return " ".join(["make", target.replace("%", stem),
+                     *(f'{k}="{v}"' if " " in v else f"{k}={v}" for k, v in (given or {}).items())])
+
+
 def _check_kept_figures(name: str, summary: dict) -> int:
     """Each claim of ``summary`` that keeps its figures (launch.compare's ``values``) against its own verdict and
     evidence; returns how many claims were checked."""
@@ -862,7 +869,12 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     assert setup["first_seed"] == first_seed and setup["seeds"] == seeds
     if given:
         with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-            assert " ".join(["make", target.replace("%", stem), *(f"{k}={v}" for k, v in given.items())]) in f.read()
+            assert _make_command(target, stem, given) in f.read()
+
+
+#: the models of the model-scale sets by (hidden size, warm-start steps; None: the task recipe's 850)
+SCALE_LABELS = {(64, None): "grpo_0.27M", (128, None): "grpo_1.1M", (192, None): "grpo_2.4M",
+                (64, 400): "grpo_0.27M_ws400", (128, 400): "grpo_1.1M_ws400", (192, 400): "grpo_2.4M_ws400"}
 
 
 @pytest.mark.parametrize("stem, given, built", [
@@ -889,20 +901,16 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records(st
     assert sorted(compared) == sorted(shlex.split(model["command"]) for model in setup["models"].values())
     assert commands[-1] == shlex.split(setup["command"]) and len(commands) == 2 * len(built) + 2
     assert f"--json benchmarks/lab_model_scale_{stem}_summary.json" in setup["command"]
-    labels = {64: "grpo_0.27M", 128: "grpo_1.1M", 192: "grpo_2.4M"}
     sizes = sorted({*built, 128})
-    assert setup["methods"] == [labels[hidden] for hidden in sizes]
+    assert setup["methods"] == [SCALE_LABELS[(hidden, None)] for hidden in sizes]
     assert (setup["first_seed"], setup["seeds"]) == (int(stem), 8)
     assert [model["tiny_dir"] for model in setup["models"].values()] == [
         "runs/tiny_countdown" if hidden == 128 else f"runs/tiny_countdown_h{hidden}" for hidden in sizes]
     if given:
         with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-            assert " ".join(["make", f"lab-model-scale-{stem}", *(f"{k}={v}" for k, v in given.items())]) in f.read()
+            assert _make_command("lab-model-scale-%", stem, given) in f.read()
 
 
-#: the models of the model-scale sets by (hidden size, warm-start steps; None: the task recipe's 850)
-SCALE_LABELS = {(64, None): "grpo_0.27M", (64, 400): "grpo_0.27M_ws400", (128, 400): "grpo_1.1M_ws400",
-                (192, 400): "grpo_2.4M_ws400"}
 MATCHED_3 = ((64, None), (128, 400), (192, 400))
 
 
@@ -950,8 +958,7 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
     assert [(models[SCALE_LABELS[size]]["tiny_dir"], models[SCALE_LABELS[size]]["warm_start_steps"])
             for size in sizes] == [(folder, steps or 850) for (_, steps), folder in zip(sizes, folders)]
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
-        assert " ".join(["make", target.replace("%", stem),
-                         *(f'{k}="{v}"' if " " in v else f"{k}={v}" for k, v in given.items())]) in f.read()
+        assert _make_command(target, stem, given) in f.read()
 
 
 @pytest.mark.parametrize("stem", ["394", "402", "410"])
