@@ -312,7 +312,9 @@ lab-difficulty-%: $(STAMP)
 # then with LAB_MODEL_SCALE_HIDDEN="64 192" 34.6 min (8 runs, the 16 kept; the hidden-192 build, 9.5 min, made before)
 # make lab-model-scale-418 LAB_MODEL_SCALE_HIDDEN=64 (seeds 418-425; "The 1.1M and 0.27M models from the task's
 # 850-step warm start on eight new seeds (418-425)"): the two smaller sizes, 64.8 min (both builds kept; the 0.27M
-# model's comparison 27.7 min, runs 320-400 s; the 1.1M model's 35.6 min, runs 356-465 s; each in two lanes)
+# model's comparison 27.7 min, runs 320-400 s; the 1.1M model's 35.6 min, runs 356-465 s; each in two lanes), then
+# make lab-model-scale-418 ("The 2.4M model from the task's 850-step warm start added on 418-425"): 40.7 min (the
+# hidden-192 build and the 16 runs kept; its pass@k at the start about 7.5 min, its 8 runs 358-416 s in two lanes)
 LAB_MODEL_SCALE_HIDDEN ?= 64 192
 LAB_MODEL_SCALE_ARGS ?= --methods grpo --seeds 8 --first-seed $* --steps 50 --passk-samples 64
 # one model size of these sets: $(1) its hidden size, $(2) its warm-start steps (empty: the task recipe's 850); its
