@@ -43,7 +43,9 @@
 #                    "Later looks at a claim")
 #   make lab-early-acr-within early ACR against final held-out accuracy within GRPO's runs of the committed
 #                    summaries, each seed set centred on its means (a second; writes
-#                    benchmarks/lab_early_acr_within.json)
+#                    benchmarks/lab_early_acr_within.json); lab-early-acr-within-all the same within every
+#                    method's runs, lab-early-acr-within-sizes within each model size's runs (a second each; write
+#                    benchmarks/lab_early_acr_within_all.json, _sizes.json)
 #   make lab-exploration GRPO, GRPO-N and A-GRAE x 4 seeds (113-116) on the countdown task, two lanes
 #                    (runs/lab_exploration); writes benchmarks/lab_exploration_summary.json, docs/lab.md's "A-GRAE
 #                    and GRPO-N against GRPO on seeds 113-116"; make lab-exploration-173 GRPO and A-GRAE x 8
@@ -175,7 +177,8 @@ UV_COMPILE = $(PY) -m uv pip compile --python-version 3.11 --find-links /opt/whe
 .PHONY: setup setup-vllm lock test test-fast quickstart compare lab lab-confirm lab-target lab-passk256 lab-verdicts \
 	lab-replay lab-group-size lab-exploration lab-symmetry lab-symmetry-neg lab-symmetry-passk256 \
 	lab-symmetry-121-passk256 lab-symmetry-pos-passk256 \
-	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy lab-sequential-levels lab-early-acr-within toy bench \
+	lab-entropy-probe lab-entropy-probe-trained lab-final-entropy lab-sequential-levels lab-early-acr-within \
+	lab-early-acr-within-all lab-early-acr-within-sizes toy bench \
 	clean
 
 $(STAMP): setup.py $(LOCK)
@@ -690,6 +693,17 @@ lab-verdicts: $(STAMP)
 LAB_EARLY_ACR_WITHIN_ARGS ?= --method grpo --json benchmarks/lab_early_acr_within.json
 lab-early-acr-within: $(STAMP)
 	$(PY) benchmarks/lab_early_acr_within.py $(LAB_SUMMARIES) $(LAB_EARLY_ACR_WITHIN_ARGS)
+
+# the same within every method's runs of each summary, and within each model size's runs of the model-scale sets
+# (docs/lab.md, "Early ACR against final accuracy within one setting, over the lab's runs"): each method (or size) in
+# each summary a set of its own, a comparison kept into a second summary counted once; trains nothing
+LAB_SCALE_METHODS ?= grpo_0.27M,grpo_1.1M,grpo_2.4M,grpo_0.27M_ws400,grpo_1.1M_ws400,grpo_2.4M_ws400
+lab-early-acr-within-all: $(STAMP)
+	$(PY) benchmarks/lab_early_acr_within.py $(LAB_SUMMARIES) --method all \
+		--json benchmarks/lab_early_acr_within_all.json
+lab-early-acr-within-sizes: $(STAMP)
+	$(PY) benchmarks/lab_early_acr_within.py $(LAB_SUMMARIES) --method $(LAB_SCALE_METHODS) \
+		--json benchmarks/lab_early_acr_within_sizes.json
 
 # Pocock's levels at the later looks of LAB_PLANNED's poolings, checked by simulation for their look sizes and t-tests
 # (docs/lab.md, "Later looks at a claim"): reads the summaries' seed sets, trains nothing, changes no verdict

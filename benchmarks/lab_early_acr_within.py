@@ -1,15 +1,19 @@
 """Early ACR against final held-out accuracy within one method at one G, over the lab's committed seed sets.
 
 The early-ACR claim (000 Sec. 3.4.2, Fig. 1) is tested in each summary over all its runs, which differ in method or G
-or difficulty level as well as in seed. This asks what is left of it within one method: each summary's runs of
-``--method`` (three or more seeds), each run's early ACR (mean over the first 20 % of steps) and final held-out
+or difficulty level or model size as well as in seed. This asks what is left of it within one setting: each summary's
+runs of ``--method`` (three or more seeds), each run's early ACR (mean over the first 20 % of steps) and final held-out
 accuracy as the summary's early-ACR claim records them, centred on their set's means (so a set's build, seeds and
 other settings drop out), then Pearson's r over all of them with the test of a within-set correlation (t on
 n - sets - 1 degrees of freedom). Per set, r over its own runs. It trains and scores nothing, and changes no verdict:
 
     python benchmarks/lab_early_acr_within.py $(LAB_SUMMARIES) --method grpo --json benchmarks/lab_early_acr_within.json
 
-(``make lab-early-acr-within`` is this command with the Makefile's ``LAB_SUMMARIES``.)
+(``make lab-early-acr-within`` is this command with the Makefile's ``LAB_SUMMARIES``.) ``--method`` also takes a
+comma list, or ``all`` for every method a summary's early-ACR claim records: then each method's runs in each summary
+are a set of their own, named ``<summary>:<method>``, and a set met again in a later summary (the same method's same
+runs: a kept comparison taken into a second summary) is counted once (``make lab-early-acr-within-all``,
+``make lab-early-acr-within-sizes``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,36 @@ def set_runs(summary: dict[str, Any], method: str) -> list[tuple[float, float]]:
     return []
 
 
+def early_acr_methods(summary: dict[str, Any]) -> list[str]:
+    """The methods whose runs ``summary``'s early-ACR claim records, in its order."""
+    for claim in summary.get("claims", []):
+        if claim["claim"] == EARLY_ACR:
+            return list((claim.get("values") or {}).get("early ACR", {}))
+    return []
+
+
+def run_sets(summaries: Sequence[tuple[str, dict[str, Any]]], methods: Sequence[str], by_method: bool
+             ) -> tuple[dict[str, list[tuple[float, float]]], list[str]]:
+    """The runs of each of ``methods`` (``["all"]``: every method of each summary's early-ACR claim) in each summary,
+    as sets named by the summary's file stem, and with ``:<method>`` where ``by_method``; a set of runs met in an
+    earlier summary (the same method, the same figures by seed) is left out, and its name returned in the second
+    list."""
+    sets: dict[str, list[tuple[float, float]]] = {}
+    seen: set[tuple[str, tuple[tuple[float, float], ...]]] = set()
+    repeated: list[str] = []
+    for path, summary in summaries:
+        stem = os.path.basename(path)[: -len("_summary.json")]
+        for method in (early_acr_methods(summary) if list(methods) == ["all"] else methods):
+            runs = set_runs(summary, method)
+            name = f"{stem}:{method}" if by_method else stem
+            if runs and (method, tuple(runs)) in seen:
+                repeated.append(name)
+                continue
+            seen.add((method, tuple(runs)))
+            sets[name] = runs
+    return sets, repeated
+
+
 def within_correlation(sets: dict[str, list[tuple[float, float]]], min_runs: int = 3) -> dict[str, Any]:
     """Pearson's r of the runs centred on their set's means, over the sets of at least ``min_runs`` runs, with the
     two-sided p of t = r sqrt(df / (1 - r^2)) on df = runs - sets - 1; and each set's own r (NaN where a figure has
@@ -68,7 +102,9 @@ def within_correlation(sets: dict[str, list[tuple[float, float]]], min_runs: int
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("summaries", nargs="+", help="lab summaries (*_summary.json); other files are skipped")
-    parser.add_argument("--method", default="grpo", help="the method whose runs are correlated (default grpo)")
+    parser.add_argument("--method", default="grpo",
+                        help="the method whose runs are correlated (default grpo); a comma list, or all, makes each "
+                             "method's runs in each summary a set of their own")
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     try:
@@ -76,12 +112,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sets = {os.path.basename(path)[: -len("_summary.json")]: set_runs(summary, args.method)
-            for path, summary in summaries}
-    result = {"method": args.method, **within_correlation(sets)}
+    methods = [m for m in args.method.split(",") if m]
+    sets, repeated = run_sets(summaries, methods, by_method=len(methods) > 1 or methods == ["all"])
+    result = {"method": args.method, **within_correlation(sets), "repeated_sets": repeated}
     for name, row in result["by_set"].items():
-        print(f"{name:32s} {row['runs']:3d} runs  early ACR {row['early_acr_mean']:.3f}  final {row['final_mean']:.3f}"
+        print(f"{name:48s} {row['runs']:3d} runs  early ACR {row['early_acr_mean']:.3f}  final {row['final_mean']:.3f}"
               f"  r = {row['r']:+.2f}")
+    if repeated:
+        print(f"counted once (the same runs in an earlier summary): {', '.join(repeated)}")
     print(f"{args.method}: within-set r = {result['r']:+.3f} over {result['runs']} runs of {result['sets']} sets, "
           f"p = {result['p']:.3g} (t on {result['df']} df, two-sided)")
     if args.json:

@@ -8,11 +8,12 @@ import math
 import pytest
 from scipy import stats
 
-from benchmarks.lab_early_acr_within import main, set_runs, within_correlation
+from benchmarks.lab_early_acr_within import early_acr_methods, main, run_sets, set_runs, within_correlation
 from rlvr_recipes.launch.compare import EARLY_ACR
 
 SET_A = [(0.1, 0.5), (0.3, 0.4), (0.2, 0.3)]
 SET_B = [(0.5, 0.9), (0.7, 0.8), (0.6, 0.7)]  # set A moved by +0.4 in both figures: its centring removes it
+SET_C = [(0.2, 0.1), (0.4, 0.5), (0.3, 0.3)]  # centred: y = 2x, r = +1
 
 
 def test_within_correlation_worked_by_hand():
@@ -47,6 +48,23 @@ def test_set_runs_reads_one_methods_runs_from_the_claim():
     assert set_runs(summary, "drgrpo") == [] and set_runs({"claims": []}, "grpo") == []
 
 
+def test_run_sets_makes_a_set_of_each_methods_runs_and_counts_a_kept_comparison_once():
+    """Two summaries that share one method's runs (a comparison kept and taken into a second summary): with every
+    method, each summary's method is a set of its own, and the shared runs count once, under the first summary."""
+    first = ("benchmarks/lab_x_summary.json", _summary({"small": SET_A, "large": SET_B}))
+    second = ("benchmarks/lab_x_matched_summary.json", _summary({"small": SET_A, "large_ws400": SET_C}))
+    assert early_acr_methods(second[1]) == ["small", "large_ws400"] and early_acr_methods({"claims": []}) == []
+    sets, repeated = run_sets([first, second], ["all"], by_method=True)
+    assert sets == {"lab_x:small": SET_A, "lab_x:large": SET_B, "lab_x_matched:large_ws400": SET_C}
+    assert repeated == ["lab_x_matched:small"]
+    # a comma list picks methods; one method keeps the summaries' own names, as the one-method command always has
+    assert run_sets([first, second], ["large", "large_ws400"], by_method=True)[0] == {
+        "lab_x:large": SET_B, "lab_x:large_ws400": [], "lab_x_matched:large": [], "lab_x_matched:large_ws400": SET_C}
+    assert run_sets([first, second], ["small"], by_method=False) == ({"lab_x": SET_A}, ["lab_x_matched"])
+    # the same runs under another method are not the same set
+    assert run_sets([first, ("lab_y_summary.json", _summary({"other": SET_A}))], ["all"], True)[1] == []
+
+
 def test_main_reads_the_summaries_and_writes_the_json(tmp_path, capsys):
     paths = []
     for name, runs in (("lab_a", SET_A), ("lab_b", SET_B)):
@@ -59,7 +77,28 @@ def test_main_reads_the_summaries_and_writes_the_json(tmp_path, capsys):
     assert main([*paths, str(other), "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["method"] == "grpo" and result["r"] == pytest.approx(-0.5) and result["runs"] == 6
+    assert result["repeated_sets"] == []
     assert "within-set r = -0.500 over 6 runs of 2 sets" in capsys.readouterr().out
+
+
+def test_main_with_every_method_names_each_set_and_the_one_counted_once(tmp_path, capsys):
+    """Sets A and B under method ``a`` in two summaries, set A again under ``a`` in a third (counted once), set C under
+    ``b``: centred, A and B each give x = -0.1, +0.1, 0 against y = +0.1, 0, -0.1 (sum xy = -0.01, sum x^2 = sum
+    y^2 = 0.02) and C x = -0.1, +0.1, 0 against y = -0.2, +0.2, 0 (sum xy = 0.04, sum x^2 = 0.02, sum y^2 = 0.08), so
+    r = 0.02 / sqrt(0.06 x 0.12) = sqrt(2) / 6 = 0.236 on 9 runs - 3 sets - 1 = 5 df."""
+    paths = []
+    for name, values in (("lab_a", {"a": SET_A, "b": SET_C}), ("lab_b", {"a": SET_B}), ("lab_c", {"a": SET_A})):
+        path = tmp_path / f"{name}_summary.json"
+        path.write_text(json.dumps(_summary(values)))
+        paths.append(str(path))
+    out = tmp_path / "within_all.json"
+    assert main([*paths, "--method", "all", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["by_set"]) == {"lab_a:a", "lab_a:b", "lab_b:a"} and result["repeated_sets"] == ["lab_c:a"]
+    assert (result["runs"], result["sets"], result["df"]) == (9, 3, 5) and result["r"] == pytest.approx(math.sqrt(2) / 6)
+    printed = capsys.readouterr().out
+    assert "counted once (the same runs in an earlier summary): lab_c:a" in printed
+    assert "all: within-set r = +0.236 over 9 runs of 3 sets" in printed
 
 
 def test_main_names_a_missing_summary(tmp_path, capsys):
