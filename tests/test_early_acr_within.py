@@ -105,3 +105,41 @@ def test_main_names_a_missing_summary(tmp_path, capsys):
     missing = str(tmp_path / "lab_gone_summary.json")
     assert main([missing]) == 2
     assert missing in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target, name", [("lab-early-acr-within", "lab_early_acr_within"),
+                                          ("lab-early-acr-within-all", "lab_early_acr_within_all"),
+                                          ("lab-early-acr-within-sizes", "lab_early_acr_within_sizes")])
+def test_the_committed_results_are_what_their_make_command_computes(tmp_path, monkeypatch, target, name):
+    """Each committed result (docs/lab.md cites them) is what its make target computes from the committed summaries
+    today: the command ``make -n`` prints, run with its JSON written elsewhere."""
+    import os
+    import shlex
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    printed = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "PY=python", target],
+                             cwd=ROOT, env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+                             check=True).stdout
+    args = shlex.split(printed.replace("\\\n", " "))
+    assert args[:2] == ["python", "benchmarks/lab_early_acr_within.py"]
+    args = args[2:]
+    at = args.index("--json")
+    assert args[at + 1] == f"benchmarks/{name}.json"
+    out = tmp_path / "result.json"
+    monkeypatch.chdir(ROOT)  # the summaries' paths are the Makefile's, from the project's root
+    assert main([*args[:at], "--json", str(out), *args[at + 2:]]) == 0
+    with open(os.path.join(ROOT, "benchmarks", f"{name}.json")) as f:
+        assert _same(json.loads(out.read_text()), json.load(f))
+
+
+def _same(a, b) -> bool:
+    """``a`` and ``b`` alike, floats to 1e-12 (NaN equal to NaN)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    return a == b
