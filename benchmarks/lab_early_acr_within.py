@@ -1,4 +1,4 @@
-"""Early ACR against final held-out accuracy within one method at one G, over the lab's committed seed sets.
+"""Early ACR against final held-out accuracy within one setting (a method, its G, its model), over the lab's seed sets.
 
 The early-ACR claim (000 Sec. 3.4.2, Fig. 1) is tested in each summary over all its runs, which differ in method or G
 or difficulty level or model size as well as in seed. This asks what is left of it within one setting: each summary's

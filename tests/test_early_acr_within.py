@@ -1,4 +1,4 @@
-"""benchmarks/lab_early_acr_within.py: early ACR against final accuracy within one method, each seed set centred."""
+"""benchmarks/lab_early_acr_within.py: early ACR against final accuracy within one setting, each seed set centred."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def test_main_with_every_method_names_each_set_and_the_one_counted_once(tmp_path
     assert main([*paths, "--method", "all", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert set(result["by_set"]) == {"lab_a:a", "lab_a:b", "lab_b:a"} and result["repeated_sets"] == ["lab_c:a"]
-    assert (result["runs"], result["sets"], result["df"]) == (9, 3, 5) and result["r"] == pytest.approx(math.sqrt(2) / 6)
+    assert (result["runs"], result["sets"], result["df"]) == (9, 3, 5)
+    assert result["r"] == pytest.approx(math.sqrt(2) / 6)
     printed = capsys.readouterr().out
     assert "counted once (the same runs in an earlier summary): lab_c:a" in printed
     assert "all: within-set r = +0.236 over 9 runs of 3 sets" in printed
