@@ -34,39 +34,44 @@ from rlvr_recipes.launch.compare import EARLY_ACR  # noqa: E402
 from rlvr_recipes.launch.verdicts import read_summaries  # noqa: E402
 
 
+def _early_acr_values(summary: dict[str, Any]) -> dict[str, Any]:
+    """The figures ``summary``'s early-ACR claim keeps (``{"early ACR": {method: {seed: x}}, "final held-out
+    accuracy": ...}``); empty where it has no such claim or keeps none."""
+    for claim in summary.get("claims", []):
+        if claim["claim"] == EARLY_ACR:
+            return claim.get("values") or {}
+    return {}
+
+
 def set_runs(summary: dict[str, Any], method: str) -> list[tuple[float, float]]:
     """(early ACR, final held-out accuracy) of each run of ``method`` in ``summary``'s early-ACR claim, by seed; runs
     with a value that is not finite are left out."""
-    for claim in summary.get("claims", []):
-        if claim["claim"] == EARLY_ACR:
-            values = claim.get("values") or {}
-            early = values.get("early ACR", {}).get(method, {})
-            final = values.get("final held-out accuracy", {}).get(method, {})
-            pairs = [(early[s], final[s]) for s in sorted(early, key=int) if s in final]
-            return [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
-    return []
+    values = _early_acr_values(summary)
+    early = values.get("early ACR", {}).get(method, {})
+    final = values.get("final held-out accuracy", {}).get(method, {})
+    pairs = [(early[s], final[s]) for s in sorted(early, key=int) if s in final]
+    return [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
 
 
 def early_acr_methods(summary: dict[str, Any]) -> list[str]:
     """The methods whose runs ``summary``'s early-ACR claim records, in its order."""
-    for claim in summary.get("claims", []):
-        if claim["claim"] == EARLY_ACR:
-            return list((claim.get("values") or {}).get("early ACR", {}))
-    return []
+    return list(_early_acr_values(summary).get("early ACR", {}))
 
 
-def run_sets(summaries: Sequence[tuple[str, dict[str, Any]]], methods: Sequence[str], by_method: bool
+def run_sets(summaries: Sequence[tuple[str, dict[str, Any]]], methods: Sequence[str]
              ) -> tuple[dict[str, list[tuple[float, float]]], list[str]]:
     """The runs of each of ``methods`` (``["all"]``: every method of each summary's early-ACR claim) in each summary,
-    as sets named by the summary's file stem, and with ``:<method>`` where ``by_method``; a set of runs met in an
-    earlier summary (the same method, the same figures by seed) is left out, and its name returned in the second
+    as sets named by the summary's file stem, with ``:<method>`` unless ``methods`` is one method; a set of runs met
+    in an earlier summary (the same method, the same figures by seed) is left out, and its name returned in the second
     list."""
+    every = list(methods) == ["all"]
+    by_method = every or len(methods) > 1
     sets: dict[str, list[tuple[float, float]]] = {}
     seen: set[tuple[str, tuple[tuple[float, float], ...]]] = set()
     repeated: list[str] = []
     for path, summary in summaries:
         stem = os.path.basename(path)[: -len("_summary.json")]
-        for method in (early_acr_methods(summary) if list(methods) == ["all"] else methods):
+        for method in (early_acr_methods(summary) if every else methods):
             runs = set_runs(summary, method)
             name = f"{stem}:{method}" if by_method else stem
             if runs and (method, tuple(runs)) in seen:
@@ -113,7 +118,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     methods = [m for m in args.method.split(",") if m]
-    sets, repeated = run_sets(summaries, methods, by_method=len(methods) > 1 or methods == ["all"])
+    sets, repeated = run_sets(summaries, methods)
     result = {"method": args.method, **within_correlation(sets), "repeated_sets": repeated}
     for name, row in result["by_set"].items():
         print(f"{name:48s} {row['runs']:3d} runs  early ACR {row['early_acr_mean']:.3f}  final {row['final_mean']:.3f}"

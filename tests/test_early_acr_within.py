@@ -54,15 +54,15 @@ def test_run_sets_makes_a_set_of_each_methods_runs_and_counts_a_kept_comparison_
     first = ("benchmarks/lab_x_summary.json", _summary({"small": SET_A, "large": SET_B}))
     second = ("benchmarks/lab_x_matched_summary.json", _summary({"small": SET_A, "large_ws400": SET_C}))
     assert early_acr_methods(second[1]) == ["small", "large_ws400"] and early_acr_methods({"claims": []}) == []
-    sets, repeated = run_sets([first, second], ["all"], by_method=True)
+    sets, repeated = run_sets([first, second], ["all"])
     assert sets == {"lab_x:small": SET_A, "lab_x:large": SET_B, "lab_x_matched:large_ws400": SET_C}
     assert repeated == ["lab_x_matched:small"]
     # a comma list picks methods; one method keeps the summaries' own names, as the one-method command always has
-    assert run_sets([first, second], ["large", "large_ws400"], by_method=True)[0] == {
+    assert run_sets([first, second], ["large", "large_ws400"])[0] == {
         "lab_x:large": SET_B, "lab_x:large_ws400": [], "lab_x_matched:large": [], "lab_x_matched:large_ws400": SET_C}
-    assert run_sets([first, second], ["small"], by_method=False) == ({"lab_x": SET_A}, ["lab_x_matched"])
+    assert run_sets([first, second], ["small"]) == ({"lab_x": SET_A}, ["lab_x_matched"])
     # the same runs under another method are not the same set
-    assert run_sets([first, ("lab_y_summary.json", _summary({"other": SET_A}))], ["all"], True)[1] == []
+    assert run_sets([first, ("lab_y_summary.json", _summary({"other": SET_A}))], ["all"])[1] == []
 
 
 def test_main_reads_the_summaries_and_writes_the_json(tmp_path, capsys):
@@ -116,14 +116,12 @@ def test_the_committed_results_are_what_their_make_command_computes(tmp_path, mo
     today: the command ``make -n`` prints, run with its JSON written elsewhere."""
     import os
     import shlex
-    import subprocess
 
-    from tests.conftest import ROOT
+    from tests.conftest import ROOT, make_recipe
 
-    printed = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "PY=python", target],
-                             cwd=ROOT, env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
-                             check=True).stdout
-    args = shlex.split(printed.replace("\\\n", " "))
+    _, lines = make_recipe(target)
+    assert len(lines) == 1
+    args = shlex.split(lines[0])
     assert args[:2] == ["python", "benchmarks/lab_early_acr_within.py"]
     args = args[2:]
     at = args.index("--json")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rlvr_recipes.launch.task_properties import properties, verdicts
+from tests.conftest import make_recipe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: how a lab target of the Makefile puts its summary in the committed one's place (launch.replay --publish)
@@ -200,7 +201,7 @@ def test_make_lab_names_known_methods_and_publishes_into_the_committed_doc():
     # and 001 Table 2's A-GRAE rows on DAPO (as 001 ran it) and on Dr.GRPO, each beside its base
     assert {"dapo_001", "agrae_dapo_001", "agrae_drgrpo"} <= set(methods)
     assert len(set(methods)) == len(methods)
-    _, (train, publish) = _make_recipe("lab")
+    _, (train, publish) = make_recipe("lab")
     # the doc's markers checked before the runs, the report written into it only by the publish step
     assert "--publish" not in train.split() and train.split()[-4:] == ["--out", "runs/lab", "--check-publish",
                                                                         "docs/lab.md"]
@@ -433,7 +434,7 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
     import re
     import shlex
 
-    makefile, recipes = _make_recipe(target)
+    makefile, recipes = make_recipe(target)
     scores = [(name, out) for name, out, t, _ in PASSK256_SCORES if t == target]
     assert len(recipes) == len(scores)
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
@@ -443,12 +444,12 @@ def test_make_passk256_targets_are_the_commands_of_their_committed_scores(target
             command = shlex.split(json.load(f)["command"])
         if "--seed-list" in command:  # stopped at its cut-off and recorded on the seeds scored by then: the docs say so
             seeds = command[command.index("--seed-list") + 1]
-            (recipe,) = _make_recipe(target, given={"PASSK256_SEEDS": seeds})[1]
+            (recipe,) = make_recipe(target, given={"PASSK256_SEEDS": seeds})[1]
             assert f"make {target} PASSK256_SEEDS={seeds}" in " ".join(doc.split())
         assert shlex.split(recipe) == command
         # the comparison that trains runs/lab_x_y is make lab-x-y
         trained = out.removeprefix("runs/").replace("_", "-")
-        assert _make_recipe(trained)[1][0].endswith(f" --out {out}")
+        assert make_recipe(trained)[1][0].endswith(f" --out {out}")
     assert re.search(r"^LAB_PASSK256_KEEP \?=\s*$", makefile, re.M)
 
 
@@ -486,9 +487,9 @@ def test_committed_fresh_scores_give_the_tests_they_record(name, out, stem, n_cl
     assert (args.held_out, args.samples, args.fresh, args.fresh_seed, args.out) == (False, 64, 200, 1, out)
     assert args.methods is None and args.seed_list is None  # every run of the comparison, no seed left out
     # the make rule that wrote it, over the runs of the comparison that trained them
-    _, (recipe,) = _make_recipe("lab-fresh-%", stem)
+    _, (recipe,) = make_recipe("lab-fresh-%", stem)
     assert shlex.split(recipe) == shlex.split(record["command"])
-    assert _make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
+    assert make_recipe(f"lab-{stem}")[1][0].endswith(f" --out {out}")
     # the runs are those of the comparison's committed summary: its task, settings, build, methods and every seed
     with open(os.path.join(ROOT, "benchmarks", name.replace("_fresh.json", "_summary.json"))) as f:
         summary = json.load(f)
@@ -578,21 +579,6 @@ def test_planned_poolings_of_later_seed_sets_give_what_docs_say(pooling, kind, c
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
         doc = " ".join(f.read().split())
     assert f"{interval}, p = {p}" in doc[doc.index(heading):]
-
-
-def _make_recipe(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
-    """The Makefile and the command lines make runs for ``target`` (``make -n``: printed, not run), continuation lines
-    joined: ``$(PY)`` set to ``python``, the venv's stamp not remade, no variable taken from the environment, and
-    ``given`` set on make's command line. For a pattern rule (``target`` with ``%``), ``stem`` is what ``%`` matches."""
-    import subprocess
-
-    with open(os.path.join(ROOT, "Makefile")) as f:
-        makefile = f.read()
-    command = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "PY=python", target.replace("%", stem),
-               *(f"{name}={value}" for name, value in (given or {}).items())]
-    printed = subprocess.run(command, cwd=ROOT, env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
-                             check=True).stdout
-    return makefile, [line.strip() for line in printed.replace("\\\n", " ").strip().split("\n")]
 
 
 def _make_command(target: str, stem: str = "", given: Optional[dict[str, str]] = None) -> str:
@@ -687,7 +673,7 @@ def test_make_target_reproduces_its_committed_summary(target, variables, out, su
 
     from rlvr_recipes.launch.cpu_run import method_overrides, registered
 
-    makefile, (train, copy) = _make_recipe(target)
+    makefile, (train, copy) = make_recipe(target)
     methods = re.search(rf"^{variables}_METHODS \?= (\S+)$", makefile, re.M).group(1).split(",")
     estimators, _ = registered()
     for method in methods:
@@ -860,7 +846,7 @@ def test_make_pattern_target_is_the_command_of_its_committed_summary(target, ste
     (265-276)")."""
     import shlex
 
-    _, (train, copy) = _make_recipe(target, stem, given)
+    _, (train, copy) = make_recipe(target, stem, given)
     with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
     assert shlex.split(train) == shlex.split(setup["command"])
@@ -890,7 +876,7 @@ def test_make_lab_model_scale_runs_the_commands_its_committed_summary_records(st
     import shlex
 
     built = (64, 192)
-    _, lines = _make_recipe("lab-model-scale-%", stem)
+    _, lines = make_recipe("lab-model-scale-%", stem)
     commands = [shlex.split(line) for line in lines]
     with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_summary.json")) as f:
         setup = json.load(f)["setup"]
@@ -940,7 +926,7 @@ def test_make_lab_model_scale_sets_from_their_own_starts_run_the_commands_their_
     with the command its committed summary records, into the summary's path."""
     import shlex
 
-    _, lines = _make_recipe(target, stem, given)
+    _, lines = make_recipe(target, stem, given)
     commands = [shlex.split(line) for line in lines]
     with open(os.path.join(ROOT, "benchmarks", f"lab_model_scale_{stem}_{name}_summary.json")) as f:
         setup = json.load(f)["setup"]
@@ -997,7 +983,7 @@ def test_group_size_runs_with_their_own_arguments_are_the_commands_of_their_summ
     assert {"99", "105"} <= set(given)
     for seed, args in given.items():
         name = f"lab_group_size_{seed}"
-        _, (train, copy) = _make_recipe("lab-group-size-%", seed, {"LAB_GROUP_SIZE_MORE_ARGS": args})
+        _, (train, copy) = make_recipe("lab-group-size-%", seed, {"LAB_GROUP_SIZE_MORE_ARGS": args})
         with open(os.path.join(ROOT, "benchmarks", f"{name}_summary.json")) as f:
             setup = json.load(f)["setup"]
         assert shlex.split(train) == shlex.split(setup["command"]), seed
