@@ -135,11 +135,11 @@ def test_advantages_are_the_registered_estimators_worked_by_hand():
 def _assert_documented_and_made(command: str, target: str) -> None:
     """``command`` is shown in docs/lab.md (a commented command's continuation lines joined) and is the one command
     `make TARGET` runs."""
-    from tests.test_lab import _make_recipe
+    from tests.conftest import make_recipe
 
     with open(os.path.join(ROOT, "docs", "lab.md")) as f:
         assert command in re.sub(r"\s*\\\n#\s*", " ", f.read())
-    assert _make_recipe(target)[1] == [command]
+    assert make_recipe(target)[1] == [command]
 
 
 @pytest.mark.parametrize("name, target, first_seed", [
